@@ -1,0 +1,29 @@
+"""mxcompat: ``import mxcompat`` and the known traps of legacy MXNet 1.x code are gone.
+
+Importing mxcompat never imports mxnet: the patches land when mxnet is imported (or at once
+if it already is).  ``MXCOMPAT_DISABLE=1`` turns every patch off,
+``MXCOMPAT_DISABLE_PATCHES=labels,bare_names`` the named ones.
+"""
+from ._compat import SUPPORTED
+from ._log import MXCompatWarning
+from ._patching import names as patch_names, patch, patched, unpatch
+
+# Each import registers one patch; the order here is the order patches stack in.
+from . import bare_names as _bare_names  # noqa: E402  (registers "bare_names")
+from . import labels as _labels  # noqa: E402  (registers "labels")
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MXCompatWarning",
+    "SUPPORTED",
+    "patch",
+    "patch_names",
+    "patched",
+    "unpatch",
+    "__version__",
+]
+
+from ._patching import auto_patch as _auto_patch  # noqa: E402
+
+_auto_patch()

@@ -1,0 +1,65 @@
+"""The one home of every "this changed in MXNet 1.x" fact.
+
+Each fact names the first release that behaves the new way, so code elsewhere asks
+``since(FACT)`` instead of comparing version strings.  Sources: the wheels of 1.3.1 … 1.9.1,
+read side by side (../shared/MXNET_VERSIONS.md).
+"""
+import re
+import sys
+
+# Supported range, declared once: the version gate, the README and pyproject refer to it.
+SUPPORTED = ">=1.3, <2"
+MIN_VERSION = (1, 3)
+MAX_VERSION = (2, 0)  # exclusive
+
+PY = sys.version_info[:2]
+
+# --- facts, each with the release it changed in -------------------------------------------
+
+# model._update_params calls the updater once per array up to 1.4; from 1.5 once per device
+# with tuples (indices, grads, weights).
+BATCHED_UPDATER = (1, 5)
+# model._update_params / _update_params_on_kvstore use kvstore.pushpull for dense arrays
+# from 1.7; before, push then pull.
+KVSTORE_PUSHPULL = (1, 7)
+# model._create_kvstore reads MXNET_UPDATE_ON_KVSTORE from 1.5.
+UPDATE_ON_KVSTORE_ENV = (1, 5)
+# mxnet/numpy (imported by mxnet/__init__) uses np.bool and distutils from 1.6.
+NUMPY_SUBPACKAGE = (1, 6)
+# HybridBlock.export gains remove_amp_cast from 1.5; iterates _cached_op_args from 1.8.
+EXPORT_CACHED_OP_ARGS = (1, 8)
+# SymbolBlock.imports gains allow_missing / ignore_extra from 1.8.
+IMPORTS_ALLOW_MISSING = (1, 8)
+# oneDNN (MKLDNN) is compiled into the pip wheels from 1.7 (1.6.0's wheel ships the library
+# but its build has it off).
+MKLDNN_WHEELS = (1, 7)
+
+
+def parse_version(text):
+    """``'1.8.0.post0'`` → ``(1, 8, 0)``; ``'2.0.0b1'`` → ``(2, 0, 0)``; junk → ``None``.
+
+    Installs are named mxnet, mxnet-cu112, mxnet-mkl…, so the package's own
+    ``__version__`` is read, never the distribution name.
+    """
+    match = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", str(text))
+    if not match:
+        return None
+    return tuple(int(part or 0) for part in match.groups())
+
+
+def mxnet_version():
+    """The version of the *imported* mxnet (never imports it), or ``None``."""
+    mx = sys.modules.get("mxnet")
+    if mx is None:
+        return None
+    return parse_version(getattr(mx, "__version__", ""))
+
+
+def is_supported(version):
+    return version is not None and MIN_VERSION <= version[:2] < MAX_VERSION
+
+
+def since(fact, version=None):
+    """True when the imported mxnet (or ``version``) is at or after ``fact``."""
+    version = version or mxnet_version()
+    return version is not None and version[:len(fact)] >= fact

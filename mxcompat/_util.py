@@ -1,0 +1,28 @@
+"""Small helpers shared by the patch modules."""
+import inspect
+
+_signatures = {}
+
+
+def bind_arguments(wrapped, args, kwargs):
+    """``inspect.BoundArguments`` of a call to ``wrapped``, so wrappers can edit arguments
+    by name whether they came positionally or by keyword."""
+    func = getattr(wrapped, "__func__", wrapped)
+    bound_method = func is not wrapped
+    key = (func, bound_method)
+    sig = _signatures.get(key)
+    if sig is None:
+        sig = inspect.signature(func)
+        if bound_method:  # wrapt hands us the bound method: no ``self`` in the call
+            sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+        _signatures[key] = sig
+    return sig.bind(*args, **kwargs)
+
+
+def symbol_arguments(symbol):
+    """``symbol.list_arguments()``, or ``None`` if ``symbol`` is not a Symbol (MXNet then
+    fails in its own words)."""
+    try:
+        return list(symbol.list_arguments())
+    except Exception:  # pylint: disable=broad-except
+        return None
