@@ -1,0 +1,89 @@
+"""Shared test machinery.
+
+Every test starts with all of mxcompat's patches applied and leaves them so (the
+OpenTelemetry instrument-in-setUp/uninstrument-in-tearDown pattern, inverted: patched is the
+normal state).  ``requires_mxnet(">=1.6")`` skips a test on releases that lack a feature and
+says which.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import mxcompat
+from mxcompat import _compat, _log
+
+import mxnet as mx  # noqa: E402  (after mxcompat: the patches land at this import)
+
+MX_VERSION = _compat.parse_version(mx.__version__)
+
+
+def _matches(spec, version):
+    for clause in spec.split(","):
+        clause = clause.strip()
+        for op in (">=", "<=", "==", ">", "<"):
+            if clause.startswith(op):
+                wanted = _compat.parse_version(clause[len(op):])
+                have = version[:len(wanted)]
+                ok = {">=": have >= wanted, "<=": have <= wanted, "==": have == wanted,
+                      ">": have > wanted, "<": have < wanted}[op]
+                if not ok:
+                    return False
+                break
+        else:
+            raise ValueError("bad requires_mxnet spec %r" % spec)
+    return True
+
+
+def pytest_runtest_setup(item):
+    for marker in item.iter_markers("requires_mxnet"):
+        spec = marker.args[0]
+        if not _matches(spec, MX_VERSION):
+            why = marker.kwargs.get("reason") or "needs MXNet %s" % spec
+            pytest.skip("%s (this is MXNet %s)" % (why, mx.__version__))
+
+
+@pytest.fixture(autouse=True)
+def _patched_state():
+    """Each test starts fully patched with fresh one-time warnings, and ends so."""
+    mxcompat.patch()
+    _log.reset_once()
+    yield
+    mxcompat.patch()
+    _log.reset_once()
+
+
+@pytest.fixture
+def unpatched():
+    """MXNet exactly as it ships, for the "without mxcompat" side of a test."""
+    mxcompat.unpatch()
+    assert mxcompat.patched() == ()
+    yield
+    mxcompat.patch()
+
+
+def run_python(code, env=None, timeout=180, cwd=None):
+    """Run ``code`` in a fresh interpreter (this env's), returning the CompletedProcess."""
+    full_env = dict(os.environ)
+    full_env.setdefault("OMP_NUM_THREADS", "1")
+    for key in list(full_env):
+        if key.startswith("MXCOMPAT_"):
+            del full_env[key]
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, env=full_env, timeout=timeout, cwd=cwd)
+
+
+@pytest.fixture
+def python():
+    """``python(code)`` runs code in a fresh interpreter and fails the test on a non-zero exit."""
+    def run(code, env=None, timeout=180, check=True):
+        proc = run_python(code, env=env, timeout=timeout)
+        if check and proc.returncode != 0:
+            pytest.fail("subprocess failed (%d):\n%s\n%s" % (proc.returncode, proc.stdout,
+                                                              proc.stderr[-4000:]))
+        return proc
+    return run
