@@ -67,12 +67,15 @@ def _wrap_shapes_method(wrapped, instance, args, kwargs):
     # Module.bind(data_shapes, label_shapes=None, ...) and Module.reshape(data_shapes,
     # label_shapes=None) share the argument name.
     bound = bind_arguments(wrapped, args, kwargs)
-    if "label_shapes" in bound.arguments:
-        bound.arguments["label_shapes"] = _filter_label_shapes(
-            instance, bound.arguments["label_shapes"])
-    else:
-        _filter_label_shapes(instance, None)
-    return wrapped(*bound.args, **bound.kwargs)
+    given = bound.arguments.get("label_shapes")
+    filtered = _filter_label_shapes(instance, given)
+    bound.arguments["label_shapes"] = filtered
+    result = wrapped(*bound.args, **bound.kwargs)
+    if given and filtered is None and instance._label_shapes is None:
+        # The executor group needs None, but Module.forward zips its label shapes with a
+        # batch's labels when the batch size changes: [] keeps that path working.
+        instance._label_shapes = []
+    return result
 
 
 def _wrap_call_sym_gen(wrapped, instance, args, kwargs):
