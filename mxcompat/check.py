@@ -1,0 +1,160 @@
+"""``mxcompat check``: a tiny real scenario per feature on the installed MXNet.
+
+Each check returns a short detail or raises ``Skip(reason)``; anything else it raises is a
+failure.  One line per check, then the versions; exit 0 when every applicable check passed.
+"""
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+
+from . import _compat
+
+OK, FAIL, SKIP = "ok", "failed", "skipped"
+_MARKS = {OK: u"\u2713", FAIL: u"\u2717", SKIP: "-"}
+
+
+class Skip(Exception):
+    """The check does not apply to this MXNet (the message says why)."""
+
+
+_checks = []
+
+
+def check(name, title):
+    def register(func):
+        _checks.append((name, title, func))
+        return func
+    return register
+
+
+def _tiny_gluon_net(mx):
+    from mxnet import gluon
+    net = gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(gluon.nn.Conv2D(4, 3), gluon.nn.BatchNorm(), gluon.nn.Dense(5))
+    net.initialize()
+    net.hybridize()
+    return net
+
+
+@check("labels", "Module.load of a Gluon export binds with the iterator's labels")
+def _check_labels(mx, tmp):
+    net = _tiny_gluon_net(mx)
+    x = mx.nd.random.uniform(shape=(4, 3, 6, 6))
+    expected = net(x).asnumpy()
+    prefix = os.path.join(tmp, "net")
+    net.export(prefix)
+    it = mx.io.NDArrayIter(x, mx.nd.zeros(4), batch_size=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mod = mx.mod.Module.load(prefix, 0)
+        mod.bind(data_shapes=it.provide_data, label_shapes=it.provide_label)
+    diff = float(abs(mod.predict(it).asnumpy() - expected).max())
+    if diff > 1e-6:
+        raise AssertionError("Module and Gluon differ by %g" % diff)
+    return "KeyError 'softmax_label' avoided, outputs equal"
+
+
+@check("bare_names", "fixed_param_names='kw' (a bare string) fixes the one weight 'kw'")
+def _check_bare_names(mx, tmp):
+    kernel = mx.nd.array([[1, 2, 3]] * 3).reshape((1, 1, 3, 3))
+    conv = mx.sym.Convolution(mx.sym.Variable("data"), weight=mx.sym.Variable("kw"),
+                              kernel=(3, 3), num_filter=1, no_bias=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mod = mx.mod.Module(mx.sym.MakeLoss(conv), label_names=None, fixed_param_names="kw")
+    mod.bind(data_shapes=[("data", (1, 1, 3, 3))])
+    mod.set_params({"kw": kernel}, {})
+    mod.init_optimizer()
+    batch = mx.io.DataBatch([kernel], [])
+    mod.forward(batch)
+    mod.backward()
+    mod.update()
+    mod.forward(batch)
+    value = float(mod.get_outputs()[0].asnumpy().ravel()[0])
+    if value != 42.0:
+        raise AssertionError("expected 42 after one step, got %r" % value)
+    return "42 stays 42"
+
+
+def _versions(mx):
+    import numpy
+    import wrapt
+    from . import __version__
+    info = {"mxcompat": __version__, "python": platform.python_version(),
+            "numpy": numpy.__version__, "wrapt": getattr(wrapt, "__version__", "?"),
+            "mxnet": getattr(mx, "__version__", None) if mx else None, "mxnet_features": None}
+    if mx is not None:
+        try:
+            import mxnet.runtime  # noqa: F401  (not imported by mxnet/__init__ in 1.5)
+            feats = mxnet.runtime.Features()
+            info["mxnet_features"] = sorted(k for k, f in feats.items() if f.enabled)
+        except (ImportError, AttributeError):
+            info["mxnet_features"] = None  # mxnet.runtime appeared in 1.5
+    return info
+
+
+def run_checks():
+    import mxcompat  # noqa: F401  (patches land when mxnet is imported below)
+    results = []
+    try:
+        import mxnet as mx
+    except Exception as exc:  # pylint: disable=broad-except
+        results.append({"name": "import", "title": "import mxnet", "status": FAIL,
+                        "detail": "%s: %s" % (type(exc).__name__, exc), "seconds": 0.0})
+        return results, _versions(None)
+    if not _compat.is_supported(_compat.parse_version(mx.__version__)):
+        results.append({"name": "version", "title": "supported MXNet", "status": FAIL,
+                        "detail": "mxnet %s is outside %s" % (mx.__version__, _compat.SUPPORTED),
+                        "seconds": 0.0})
+        return results, _versions(mx)
+    for name, title, func in _checks:
+        tmp = tempfile.mkdtemp(prefix="mxcompat-check-")
+        start = time.time()
+        try:
+            detail, status = func(mx, tmp), OK
+        except Skip as skip:
+            detail, status = str(skip), SKIP
+        except Exception as exc:  # pylint: disable=broad-except
+            detail, status = "%s: %s" % (type(exc).__name__, exc), FAIL
+            if os.environ.get("MXCOMPAT_CHECK_TRACEBACK"):
+                traceback.print_exc()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        results.append({"name": name, "title": title, "status": status,
+                        "detail": detail, "seconds": round(time.time() - start, 3)})
+    return results, _versions(mx)
+
+
+def _print_line(r, out):
+    mark = _MARKS[r["status"]]
+    text = u"%s %-11s %-66s %6.2f s" % (mark, r["name"], r["title"], r["seconds"])
+    if r["status"] != OK:
+        text += u"\n      %s: %s" % (r["status"], r["detail"])
+    out.write(text + "\n")
+
+
+def main(as_json=False):
+    out = sys.stdout
+    results, versions = run_checks()
+    failed = [r for r in results if r["status"] == FAIL]
+    if as_json:
+        json.dump({"results": results, "versions": versions, "ok": not failed}, out, indent=2)
+        out.write("\n")
+    else:
+        for r in results:
+            _print_line(r, out)
+        feats = versions["mxnet_features"]
+        out.write("mxnet %s (%s), Python %s, NumPy %s, wrapt %s, mxcompat %s\n" % (
+            versions["mxnet"], ", ".join(feats) if feats else "build features unknown",
+            versions["python"], versions["numpy"], versions["wrapt"], versions["mxcompat"]))
+        out.write("%d passed, %d failed, %d skipped\n" % (
+            sum(r["status"] == OK for r in results), len(failed),
+            sum(r["status"] == SKIP for r in results)))
+    return 1 if failed else 0
