@@ -11,15 +11,23 @@ from ._patching import names as patch_names, patch, patched, unpatch
 # Each import registers one patch; the order here is the order patches stack in.
 from . import bare_names as _bare_names  # noqa: E402  (registers "bare_names")
 from . import labels as _labels  # noqa: E402  (registers "labels")
+from .freeze import (freeze, frozen, frozen_patterns, frozen_report,  # noqa: E402
+                     is_frozen, unfreeze)  # (registers "freeze")
 
 __version__ = "0.1.0"
 
 __all__ = [
     "MXCompatWarning",
     "SUPPORTED",
+    "freeze",
+    "frozen",
+    "frozen_patterns",
+    "frozen_report",
+    "is_frozen",
     "patch",
     "patch_names",
     "patched",
+    "unfreeze",
     "unpatch",
     "__version__",
 ]

@@ -33,6 +33,12 @@ IMPORTS_ALLOW_MISSING = (1, 8)
 # oneDNN (MKLDNN) is compiled into the pip wheels from 1.7 (1.6.0's wheel ships the library
 # but its build has it off).
 MKLDNN_WHEELS = (1, 7)
+# oneDNN FullyConnected's backward skips the *bias* gradient when the weight's grad_req is
+# 'null' (native fixed_param_names=['fc1_weight'] also stops fc1_bias) in the oneDNN builds from
+# 1.7 (verified on the 1.7.0.post2, 1.8.0.post0 and 1.9.1 wheels; the 1.5.1 and 1.6.0 wheels,
+# built without MKLDNN, train the bias; data gradients and Convolution, Deconvolution,
+# BatchNorm and LayerNorm are not affected).
+ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS = (1, 7)
 
 
 def parse_version(text):
