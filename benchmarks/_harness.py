@@ -1,0 +1,81 @@
+"""Side-by-side timing: interleave the two sides (A B A B …) after a warm-up and report
+medians and their ratio.  On a shared, noisy machine the ratio of interleaved medians is the
+figure that counts; absolute times are printed for context only."""
+import gc
+import statistics
+import time
+
+
+def timed(func):
+    start = time.perf_counter()
+    func()
+    return time.perf_counter() - start
+
+
+def interleave(sides, reps, warmup=2, setup=None):
+    """Time each ``sides[name]()`` ``reps`` times, round-robin.
+
+    ``setup(name)`` (untimed) runs before each timed call, e.g. to patch or unpatch.
+    Returns ``{name: [seconds, ...]}``.
+    """
+    names = list(sides)
+    for _ in range(warmup):
+        for name in names:
+            if setup:
+                setup(name)
+            sides[name]()
+    times = {name: [] for name in names}
+    gc_was = gc.isenabled()
+    gc.disable()  # a collection landing in one side's timing would be noise, not cost
+    try:
+        for rep in range(reps):
+            # Alternate which side goes first so neither always follows the other.
+            order = names if rep % 2 == 0 else names[::-1]
+            for name in order:
+                if setup:
+                    setup(name)
+                times[name].append(timed(sides[name]))
+    finally:
+        if gc_was:
+            gc.enable()
+    return times
+
+
+def median(values):
+    return statistics.median(values)
+
+
+class Table(object):
+    """Rows of (pair, side A, side B, median A, median B, ratio B/A, target)."""
+
+    def __init__(self):
+        self.rows = []
+
+    def add(self, pair, a_name, a_times, b_name, b_times, target=None, unit="s"):
+        a, b = median(a_times), median(b_times)
+        row = {"pair": pair, "a": a_name, "b": b_name, "median_a": a, "median_b": b,
+               "ratio": (b / a) if a else float("nan"), "target": target, "unit": unit,
+               "reps": len(a_times)}
+        self.rows.append(row)
+        print(self.format_row(row), flush=True)
+        return row
+
+    @staticmethod
+    def _fmt(seconds, unit):
+        if unit == "MB":
+            return "%.1f MB" % seconds
+        if seconds >= 1:
+            return "%.3f s" % seconds
+        if seconds >= 1e-3:
+            return "%.2f ms" % (seconds * 1e3)
+        return "%.1f us" % (seconds * 1e6)
+
+    def format_row(self, row):
+        return "%-58s | %-26s %10s | %-26s %10s | %6.3fx | %s" % (
+            row["pair"][:58], row["a"][:26], self._fmt(row["median_a"], row["unit"]),
+            row["b"][:26], self._fmt(row["median_b"], row["unit"]), row["ratio"],
+            row["target"] or "")
+
+    def header(self):
+        return "%-58s | %-26s %10s | %-26s %10s | %7s | %s" % (
+            "pair", "A", "median", "B", "median", "B/A", "target")
