@@ -1,0 +1,194 @@
+"""Frozen parameters under MXNet's distributed kvstore ``dist_sync``, run for real.
+
+A ps-lite cluster on 127.0.0.1 -- a scheduler, one server and two workers, each a local
+process told its role by ``DMLC_ROLE`` -- trains the same net on each worker (different data)
+with ``fc1_weight`` and ``fc2_b*`` frozen.  Afterwards, on both workers, the frozen weights are
+equal to their start, so identical on the two, and every other weight has changed (and is
+identical on the two, as dist_sync makes it).  The whole cluster is bounded in time: on
+timeout every process of it is killed.
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+CLUSTER_TIMEOUT = 150   # seconds, for the whole cluster
+
+WORKER = r'''
+import os, sys
+import numpy as np
+import mxcompat
+import mxnet as mx      # a scheduler or server serves inside this import, then exits
+from mxnet import autograd, gluon
+
+scenario, outdir = sys.argv[1], sys.argv[2]
+kv = mx.kv.create("dist_sync")
+rank = kv.rank
+rng = np.random.RandomState(10 + rank)     # each worker its own data
+sgd = {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01}
+
+
+def batch():
+    return rng.uniform(-1, 1, (4, 4)), rng.uniform(-1, 1, (4, 3))
+
+
+if scenario.startswith("module"):
+    mxcompat.freeze("fc1_weight", "fc2_b*")
+    data = mx.sym.Variable("data")
+    hidden = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=5, name="fc1"),
+                               act_type="tanh")
+    out = mx.sym.LinearRegressionOutput(mx.sym.FullyConnected(hidden, num_hidden=3, name="fc2"),
+                                        name="lro")
+    mod = mx.mod.Module(out, data_names=("data",), label_names=("lro_label",))
+    mod.bind(data_shapes=[("data", (4, 4))], label_shapes=[("lro_label", (4, 3))])
+    mx.random.seed(1)
+    mod.init_params(mx.init.Uniform(0.5))
+    mod.init_optimizer(kvstore=kv, optimizer="sgd", optimizer_params=sgd)
+
+    def params():
+        group = mod._exec_group
+        return {n: a[0].asnumpy().copy() for n, a in zip(group.param_names, group.param_arrays)}
+
+    def step(x, y):
+        mod.forward(mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)]), is_train=True)
+        mod.backward()
+        mod.update()
+
+    start = params()
+    for _ in range(5):
+        step(*batch())
+    on_kvstore = mod._update_on_kvstore
+else:
+    mxcompat.freeze("net_fc1_weight", "net_fc2_b*")
+    net = gluon.nn.HybridSequential(prefix="net_")
+    with net.name_scope():
+        net.add(gluon.nn.Dense(5, in_units=4, activation="tanh", prefix="fc1_"),
+                gluon.nn.Dense(3, in_units=5, prefix="fc2_"))
+    mx.random.seed(1)
+    net.initialize(mx.init.Uniform(0.5))
+    trainer = gluon.Trainer(net.collect_params(), "sgd", sgd, kvstore=kv,
+                            update_on_kvstore=(scenario == "gluon-on-kvstore"))
+
+    def params():
+        return {p.name[len("net_"):]: p.data().asnumpy().copy()
+                for p in net.collect_params().values()}
+
+    def step(x, y):
+        with autograd.record():
+            loss = ((net(mx.nd.array(x)) - mx.nd.array(y)) ** 2).sum()
+        loss.backward()
+        trainer.step(4)
+
+    step(*batch())      # the trainer sets its kvstore up at the first step
+    start = params()
+    for _ in range(5):
+        step(*batch())
+    on_kvstore = trainer._update_on_kvstore
+end = params()
+np.savez(os.path.join(outdir, "worker%d.npz" % rank), on_kvstore=bool(on_kvstore),
+         **dict([("start_" + n, v) for n, v in start.items()] +
+                [("end_" + n, v) for n, v in end.items()]))
+print("worker %d of %d done, update_on_kvstore=%s" % (rank, kv.num_workers, on_kvstore))
+'''
+
+
+def _free_port():
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+def _run_cluster(tmpdir, scenario, extra_env=None):
+    """Scheduler, one server, two workers on 127.0.0.1; returns the two workers' npz files."""
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("MXCOMPAT_", "DMLC_", "PS_"))}
+    base.update({
+        "OMP_NUM_THREADS": "1", "MXNET_SUBGRAPH_VERBOSE": "0",
+        "DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": str(_free_port()),
+        "DMLC_NUM_SERVER": "1", "DMLC_NUM_WORKER": "2",
+        "DMLC_NODE_HOST": "127.0.0.1",       # every node on the loopback interface
+    })
+    base.update(extra_env or {})
+    outdir = str(tmpdir)
+    procs = []
+    try:
+        for i, role in enumerate(("scheduler", "server", "worker", "worker")):
+            log = open(os.path.join(outdir, "%d-%s.log" % (i, role)), "w")
+            env = dict(base, DMLC_ROLE=role)
+            # Own session: on timeout the process and anything it spawned are killed.
+            procs.append((role, log, subprocess.Popen(
+                [sys.executable, "-c", WORKER, scenario, outdir], env=env, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)))
+        deadline = time.time() + CLUSTER_TIMEOUT
+        for role, _, proc in procs:
+            proc.wait(timeout=max(deadline - time.time(), 0.1))
+    except subprocess.TimeoutExpired:
+        pytest.fail("the dist_sync cluster did not finish within %d s:\n%s"
+                    % (CLUSTER_TIMEOUT, _logs(outdir)))
+    finally:
+        for role, log, proc in procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                proc.wait()
+            log.close()
+    failed = [(role, proc.returncode) for role, _, proc in procs if proc.returncode != 0]
+    if failed:
+        pytest.fail("cluster processes failed %s:\n%s" % (failed, _logs(outdir)))
+    return [np.load(os.path.join(outdir, "worker%d.npz" % r)) for r in (0, 1)]
+
+
+def _logs(outdir):
+    text = []
+    for name in sorted(os.listdir(outdir)):
+        if name.endswith(".log"):
+            with open(os.path.join(outdir, name)) as f:
+                text.append("---- %s\n%s" % (name, f.read()[-3000:]))
+    return "\n".join(text)
+
+
+FROZEN = {"fc1_weight", "fc2_bias"}
+NAMES = ("fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias")
+
+
+def _assert_frozen_on_both(workers, on_kvstore):
+    for w in workers:
+        assert bool(w["on_kvstore"]) == on_kvstore
+        assert sorted(k[len("end_"):] for k in w.files if k.startswith("end_")) == sorted(NAMES)
+    w0, w1 = workers
+    for name in NAMES:
+        # dist_sync: both workers hold the same weights, bit for bit.
+        assert np.array_equal(w0["end_" + name], w1["end_" + name]), name
+        assert np.array_equal(w0["start_" + name], w1["start_" + name]), name
+        moved = [not np.array_equal(w["start_" + name], w["end_" + name]) for w in workers]
+        assert moved == [name not in FROZEN] * 2, name
+
+
+def test_module_dist_sync_update_on_kvstore(tmpdir):
+    _assert_frozen_on_both(_run_cluster(tmpdir, "module"), on_kvstore=True)
+
+
+@pytest.mark.requires_mxnet(">=1.5", reason="MXNET_UPDATE_ON_KVSTORE is read from MXNet 1.5")
+def test_module_dist_sync_local_update(tmpdir):
+    workers = _run_cluster(tmpdir, "module-local", {"MXNET_UPDATE_ON_KVSTORE": "0"})
+    _assert_frozen_on_both(workers, on_kvstore=False)
+
+
+def test_gluon_trainer_dist_sync(tmpdir):
+    _assert_frozen_on_both(_run_cluster(tmpdir, "gluon"), on_kvstore=False)
+
+
+@pytest.mark.requires_mxnet(">=1.4", reason="Trainer(update_on_kvstore=True) on a dist kvstore "
+                                            "is honoured from MXNet 1.4 (1.3 turns it off)")
+def test_gluon_trainer_dist_sync_update_on_kvstore(tmpdir):
+    _assert_frozen_on_both(_run_cluster(tmpdir, "gluon-on-kvstore"), on_kvstore=True)
