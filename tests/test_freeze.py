@@ -370,6 +370,80 @@ def test_module_update_on_kvstore_off_big_parameter():
     _assert_frozen(start, end, FROZEN_NAMES | {"big_weight"})
 
 
+# --- optimizer states: frozen ones are never touched, the others keep their own index -------
+
+def _flat_state(state):
+    if state is None:
+        return []
+    if isinstance(state, (list, tuple)):
+        return [a for s in state for a in _flat_state(s)]
+    return [state.asnumpy().copy()]
+
+
+def _states(updater, name_of):
+    return {name_of(key): _flat_state(state) for key, state in updater.states.items()}
+
+
+def _assert_states(before, after, frozen_names):
+    assert before and set(before) == set(after)
+    for key in before:
+        assert len(before[key]) == len(after[key]) > 0
+        same = all(np.array_equal(a, b) for a, b in zip(before[key], after[key]))
+        # A shifted index would move a frozen parameter's state, or leave a trained one's.
+        assert same == (key[0] in frozen_names), key
+
+
+@pytest.mark.parametrize("optimizer, params", OPTIMIZERS[:2], ids=["sgd", "adam"])
+@pytest.mark.parametrize("contexts, kvstore", [(None, None), (TWO, None), (TWO, "local")],
+                         ids=["1ctx", "2ctx-nokv", "2ctx-kv"])
+def test_module_optimizer_states_untouched(contexts, kvstore, optimizer, params):
+    mod = _module(contexts)
+    _bind(mod)
+    mod.init_optimizer(kvstore=kvstore, optimizer=optimizer, optimizer_params=params)
+    batches = _batches()
+    _train(mod, 3, batches)
+    mxcompat.freeze(*FROZEN)
+    if mod._update_on_kvstore:
+        updater = mod._kvstore._updater     # keyed by parameter name
+
+        def name_of(key):
+            return (key, 0)
+    else:
+        updater, names, n = mod._updater, mod._exec_group.param_names, len(mod._context)
+
+        def name_of(key):    # MXNet's index: position * num_device + device
+            return (names[key // n], key % n)
+    before = _states(updater, name_of)
+    assert len(before) == len(PARAMS) * (1 if mod._update_on_kvstore else len(mod._context))
+    _train(mod, 5, batches)
+    _assert_states(before, _states(updater, name_of), FROZEN_NAMES)
+
+
+@pytest.mark.parametrize("contexts, kvstore, update_on_kvstore", [
+    ([mx.cpu()], None, None), (TWO, "device", False), (TWO, "device", True)],
+    ids=["1ctx", "2ctx-kv-off", "2ctx-kv-on"])
+def test_gluon_optimizer_states_untouched(contexts, kvstore, update_on_kvstore):
+    net = _gluon_net(contexts)
+    trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.01, "wd": 0.01},
+                            kvstore=kvstore, update_on_kvstore=update_on_kvstore)
+    _gluon_train(net, trainer, contexts, 3)
+    mxcompat.freeze(*G_FROZEN)
+    names = [p.name for p in trainer._params]
+    if trainer._update_on_kvstore:
+        updaters = [trainer._kvstore._updater]
+    else:
+        updaters = trainer._updaters
+
+    def snapshot():
+        found = {}
+        for device, updater in enumerate(updaters):
+            found.update(_states(updater, lambda key, d=device: (names[key], d)))
+        return found
+    before = snapshot()
+    _gluon_train(net, trainer, contexts, 5)
+    _assert_states(before, snapshot(), G_FROZEN_NAMES)
+
+
 # --- fit, BucketingModule, SequentialModule, FeedForward ----------------------------------------
 
 def _iter():
