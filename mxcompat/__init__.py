@@ -13,6 +13,9 @@ from . import bare_names as _bare_names  # noqa: E402  (registers "bare_names")
 from . import labels as _labels  # noqa: E402  (registers "labels")
 from .freeze import (freeze, frozen, frozen_patterns, frozen_report,  # noqa: E402
                      is_frozen, unfreeze)  # (registers "freeze")
+from . import distutils_compat as _distutils_compat  # noqa: E402  (registers "distutils")
+from . import numpy_compat as _numpy_compat  # noqa: E402  (registers "numpy_names")
+from . import numpy2 as _numpy2  # noqa: E402  (registers "numpy2")
 
 __version__ = "0.1.0"
 

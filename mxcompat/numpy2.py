@@ -1,0 +1,294 @@
+"""MXNet's Python layer on NumPy 2's new behaviour: scalar reprs (NEP 51), promotion (NEP 50),
+removed ``ndarray.tostring``.
+
+* NEP 51: ``repr(np.int64(16))`` is ``'np.int64(16)'``, so ``str((np.int64(2), 3))`` is
+  ``'(np.int64(2), 3)'``.  MXNet sends operator parameters to its C++ core as ``str(value)``,
+  and the core cannot parse that: ``gluon.utils.split_data`` on a NumPy batch, ``x[a:b]`` with
+  NumPy integers, ``mx.sym.var(shape=arr.shape)``… fail with "Invalid Parameter format".
+  mxcompat writes a list or tuple holding NumPy scalars as NumPy 1 did (``'(2, 3)'``) in every
+  place MXNet stringifies parameters: ``_imperative_invoke`` (every ``mx.nd`` / ``mx.np``
+  operator), ``_symbol_creator`` (every ``mx.sym`` operator), ``CachedOp`` flags,
+  ``Symbol._set_attr``, ``mx.sym.var`` and the ``mx.io`` iterator constructors.
+* NEP 50: ``0.0 + np.float32(x)`` is a ``float32`` (NumPy 1: ``float64``), so every metric
+  that sums NumPy values (MSE, MAE, RMSE, CrossEntropy, Loss, Perplexity, custom metrics…)
+  would accumulate in single precision.  mxcompat seeds ``sum_metric`` and
+  ``global_sum_metric`` at reset with a ``float`` that adds NumPy scalars as NumPy 1 did
+  (through ``float64``) and Python numbers as a plain ``float``.
+* NumPy 2.3 removed ``ndarray.tostring``; ``mx.recordio.pack`` (array labels) and
+  ``pack_img`` use ``tobytes`` instead.
+
+NumPy's own settings (print options, promotion state) are never touched, and on NumPy 1
+every wrapper hands its call to MXNet unchanged.  Patch name ``numpy2``.
+"""
+import numbers
+import struct
+import sys
+
+from ._patching import Patch, Target, register
+from ._util import bind_arguments
+
+PATCH = "numpy2"
+
+_state = {"on": False, "np": None}
+
+
+def _numpy2():
+    np = sys.modules.get("numpy")
+    if np is None:
+        return False
+    try:
+        return int(np.__version__.split(".")[0]) >= 2
+    except ValueError:
+        return False
+
+
+# --- NEP 51: parameters as NumPy 1 wrote them ----------------------------------------------
+
+def _needs_legacy(value, generic):
+    # Only a plain list/tuple holding a NumPy scalar (at any depth) prints differently.
+    if type(value) not in (list, tuple):
+        return False
+    for item in value:
+        if isinstance(item, generic) or _needs_legacy(item, generic):
+            return True
+    return False
+
+
+def _legacy_repr(value, np):
+    if isinstance(value, np.generic):
+        if isinstance(value, (np.str_, np.bytes_)):
+            return repr(value.item())
+        return str(value)     # NumPy 1's repr of a numeric scalar was its str
+    if type(value) is tuple:
+        inner = ", ".join(_legacy_repr(v, np) for v in value)
+        return "(%s,)" % inner if len(value) == 1 else "(%s)" % inner
+    if type(value) is list:
+        return "[%s]" % ", ".join(_legacy_repr(v, np) for v in value)
+    return repr(value)
+
+
+def legacy_str(value):
+    """``str(value)`` as NumPy 1 printed it (differs only for lists/tuples of NumPy scalars)."""
+    np = sys.modules.get("numpy")
+    if np is not None and _needs_legacy(value, np.generic):
+        return _legacy_repr(value, np)
+    return str(value)
+
+
+def _legacy_values(values):
+    """``values`` with each list/tuple holding NumPy scalars pre-stringified; the same object
+    when nothing needs it (the common case: one type check per value)."""
+    np = _state["np"]
+    generic = np.generic
+    fixed = None
+    for i, value in enumerate(values):
+        if type(value) in (list, tuple) and _needs_legacy(value, generic):
+            if fixed is None:
+                fixed = list(values)
+            fixed[i] = _legacy_repr(value, np)
+    return values if fixed is None else fixed
+
+
+def _wrap_vals_at(position):
+    # _imperative_invoke(handle, ndargs, keys, vals, out, ...) and
+    # _symbol_creator(handle, args, kwargs, keys, vals, name, ...): called positionally by
+    # the generated operator functions of every release; by keyword too, to be safe.
+    def wrapper(wrapped, instance, args, kwargs):
+        if _state["on"]:
+            if len(args) > position:
+                vals = _legacy_values(args[position])
+                if vals is not args[position]:
+                    args = args[:position] + (vals,) + args[position + 1:]
+            elif "vals" in kwargs:
+                kwargs["vals"] = _legacy_values(kwargs["vals"])
+        return wrapped(*args, **kwargs)
+    return wrapper
+
+
+def _wrap_kwargs_values(wrapped, instance, args, kwargs):
+    # SymbolBase._set_attr(**kwargs) and the mx.io iterator constructors (**kwargs).
+    if _state["on"] and kwargs:
+        fixed = _legacy_values(list(kwargs.values()))
+        kwargs = dict(zip(kwargs.keys(), fixed))
+    return wrapped(*args, **kwargs)
+
+
+def _wrap_cached_op_init(wrapped, instance, args, kwargs):
+    # CachedOp(sym, flags=()) with flags a sequence of (key, value).
+    if _state["on"]:
+        bound = bind_arguments(wrapped, args, kwargs)
+        flags = list(bound.arguments.get("flags", ()))
+        if flags:
+            values = _legacy_values([v for _, v in flags])
+            bound.arguments["flags"] = [(k, v) for (k, _), v in zip(flags, values)]
+            return wrapped(*bound.args, **bound.kwargs)
+    return wrapped(*args, **kwargs)
+
+
+def _wrap_var(wrapped, instance, args, kwargs):
+    # var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, ..., **kwargs) writes
+    # attr['__shape__'] = str(shape) and attr['__k__'] = str(v) itself.
+    if _state["on"]:
+        bound = bind_arguments(wrapped, args, kwargs)
+        changed = False
+        for name, value in list(bound.arguments.items()):
+            if name == "kwargs":
+                extra = dict(value)
+                for key, v in value.items():
+                    if _needs_legacy(v, _state["np"].generic):
+                        extra[key] = _legacy_repr(v, _state["np"])
+                        changed = True
+                bound.arguments[name] = extra
+            elif name == "shape" and _needs_legacy(value, _state["np"].generic):
+                # The shape must stay a tuple (var also uses it); plain ints print as NumPy 1.
+                bound.arguments[name] = type(value)(
+                    int(d) if isinstance(d, _state["np"].integer) else d for d in value)
+                changed = True
+        if changed:
+            return wrapped(*bound.args, **bound.kwargs)
+    return wrapped(*args, **kwargs)
+
+
+# --- NEP 50: metric sums accumulate as under NumPy 1 ---------------------------------------
+
+class _Sum(float):
+    """A metric's running sum at reset: adds like a Python ``float`` under NumPy 1.
+
+    NumPy 1 promoted ``0.0 + np.float32(x)`` to ``float64``; NEP 50 keeps ``float32``.  This
+    float sends NumPy scalars (and 0-d arrays) through ``float64``, so the first update turns
+    the sum into what NumPy 1 produced, and plain numbers give a plain ``float``.
+    """
+
+    __slots__ = ()
+
+    def _numpy_operand(self, other):
+        np = _state["np"]
+        return isinstance(other, np.generic) or (isinstance(other, np.ndarray)
+                                                 and other.ndim == 0)
+
+    def __add__(self, other):
+        if self._numpy_operand(other):
+            return _state["np"].float64(float(self)) + other
+        return float.__add__(self, other)
+
+    def __radd__(self, other):
+        if self._numpy_operand(other):
+            return other + _state["np"].float64(float(self))
+        return float.__radd__(self, other)
+
+    def __reduce__(self):
+        return (float, (float(self),))   # pickles as the float it is
+
+
+_SUM_ATTRS = ("sum_metric", "global_sum_metric")
+
+
+def _wrap_metric_reset(wrapped, instance, args, kwargs):
+    result = wrapped(*args, **kwargs)
+    if _state["on"] and instance is not None:
+        for attr in _SUM_ATTRS:
+            value = instance.__dict__.get(attr)
+            if type(value) is float:
+                instance.__dict__[attr] = _Sum(value)
+    return result
+
+
+# --- ndarray.tostring (removed in NumPy 2.3) in recordio -----------------------------------
+
+def _wrap_pack(wrapped, instance, args, kwargs):
+    np = _state["np"]
+    if not _state["on"] or hasattr(np.ndarray, "tostring"):
+        return wrapped(*args, **kwargs)
+    bound = bind_arguments(wrapped, args, kwargs)
+    header, s = bound.arguments["header"], bound.arguments["s"]
+    recordio = sys.modules[wrapped.__module__]
+    header = recordio.IRHeader(*header)
+    if isinstance(header.label, numbers.Number):
+        return wrapped(header, s)
+    # MXNet's own code from here, with tobytes() for the removed tostring().
+    label = np.asarray(header.label, dtype=np.float32)
+    header = header._replace(flag=label.size, label=0)
+    s = label.tobytes() + s
+    return struct.pack(recordio._IR_FORMAT, *header) + s
+
+
+def _wrap_pack_img(wrapped, instance, args, kwargs):
+    np = _state["np"]
+    if not _state["on"] or hasattr(np.ndarray, "tostring"):
+        return wrapped(*args, **kwargs)
+    recordio = sys.modules[wrapped.__module__]
+    cv2 = getattr(recordio, "cv2", None)
+    if cv2 is None:
+        return wrapped(*args, **kwargs)   # MXNet's own `assert cv2 is not None`
+    bound = bind_arguments(wrapped, args, kwargs)
+    bound.apply_defaults()
+    a = bound.arguments
+    # MXNet's pack_img (identical in 1.3.1 … 1.9.1), with tobytes() for tostring().
+    jpg_formats = ['.JPG', '.JPEG']
+    png_formats = ['.PNG']
+    encode_params = None
+    if a["img_fmt"].upper() in jpg_formats:
+        encode_params = [cv2.IMWRITE_JPEG_QUALITY, a["quality"]]
+    elif a["img_fmt"].upper() in png_formats:
+        encode_params = [cv2.IMWRITE_PNG_COMPRESSION, a["quality"]]
+    ret, buf = cv2.imencode(a["img_fmt"], a["img"], encode_params)
+    assert ret, 'failed to encode image'
+    return recordio.pack(a["header"], buf.tobytes())
+
+
+# --- targets --------------------------------------------------------------------------------
+
+def _on_apply():
+    _state["np"] = sys.modules.get("numpy")
+    _state["on"] = _numpy2()
+
+
+def _on_remove():
+    _state["on"] = False
+
+
+_IO_ITERATORS = ("CSVIter", "ImageDetRecordIter", "ImageRecordInt8Iter", "ImageRecordIter",
+                 "ImageRecordIter_v1", "ImageRecordUInt8Iter", "ImageRecordUInt8Iter_v1",
+                 "LibSVMIter", "MNISTIter")
+
+# Metric classes (present in 1.3.1 … 1.9.1) whose own reset / reset_local set the sums:
+# reset_local appears in 1.4, PearsonCorrelation.reset in 1.6 (before, the inherited one is
+# wrapped on the subclass, harmlessly).  PCC (1.5+) computes its sums as properties.
+_METRIC_RESETS = [("EvalMetric", "reset"), ("EvalMetric", "reset_local"),
+                  ("F1", "reset"), ("F1", "reset_local"),
+                  ("MCC", "reset"), ("MCC", "reset_local"),
+                  ("PearsonCorrelation", "reset")]
+
+
+def _targets():
+    invoke = _wrap_vals_at(3)
+    create = _wrap_vals_at(4)
+    targets = [
+        # Every namespace that holds the function the generated operators call.
+        Target("mxnet._ctypes.ndarray", "_imperative_invoke", invoke),
+        Target("mxnet.ndarray._internal", "_imperative_invoke", invoke),
+        Target("mxnet.ndarray.register", "_imperative_invoke", invoke),
+        Target("mxnet._ctypes.symbol", "_symbol_creator", create),
+        Target("mxnet.symbol._internal", "_symbol_creator", create),
+        Target("mxnet.symbol.register", "_symbol_creator", create),
+        Target("mxnet._ctypes.ndarray", "CachedOp.__init__", _wrap_cached_op_init),
+        Target("mxnet._ctypes.symbol", "SymbolBase._set_attr", _wrap_kwargs_values),
+        Target("mxnet.symbol.symbol", "var", _wrap_var),
+        Target("mxnet.symbol.symbol", "Variable", _wrap_var),
+        Target("mxnet.symbol", "var", _wrap_var),
+        Target("mxnet.symbol", "Variable", _wrap_var),
+        Target("mxnet.recordio", "pack", _wrap_pack),
+        Target("mxnet.recordio", "pack_img", _wrap_pack_img),
+    ]
+    # io.py up to 1.3, the io package (io/io.py, re-exported by io/__init__) from 1.4.
+    for module in ("mxnet.io", "mxnet.io.io"):
+        for name in _IO_ITERATORS:
+            targets.append(Target(module, name, _wrap_kwargs_values, optional=True))
+    for cls, method in _METRIC_RESETS:
+        targets.append(Target("mxnet.metric", "%s.%s" % (cls, method), _wrap_metric_reset,
+                              optional=True))
+    return targets
+
+
+register(Patch(PATCH, __doc__.split("\n\n")[0], targets=_targets(),
+               on_apply=_on_apply, on_remove=_on_remove))
