@@ -13,6 +13,8 @@ from . import bare_names as _bare_names  # noqa: E402  (registers "bare_names")
 from . import labels as _labels  # noqa: E402  (registers "labels")
 from .freeze import (freeze, frozen, frozen_patterns, frozen_report,  # noqa: E402
                      is_frozen, unfreeze)  # (registers "freeze")
+from .convert import to_gluon, to_module  # noqa: E402  (registers "convert")
+from .quantization import quantize  # noqa: E402
 from . import distutils_compat as _distutils_compat  # noqa: E402  (registers "distutils")
 from . import numpy_compat as _numpy_compat  # noqa: E402  (registers "numpy_names")
 from . import numpy2 as _numpy2  # noqa: E402  (registers "numpy2")
@@ -30,6 +32,9 @@ __all__ = [
     "patch",
     "patch_names",
     "patched",
+    "quantize",
+    "to_gluon",
+    "to_module",
     "unfreeze",
     "unpatch",
     "__version__",

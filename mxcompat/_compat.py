@@ -39,6 +39,15 @@ MKLDNN_WHEELS = (1, 7)
 # built without MKLDNN, train the bias; data gradients and Convolution, Deconvolution,
 # BatchNorm and LayerNorm are not affected).
 ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS = (1, 7)
+# gluon.Parameter.dtype is a property whose setter casts the data from 1.5; before, a plain
+# attribute (convert.py records a dtype without casting).
+PARAMETER_DTYPE_PROPERTY = (1, 5)
+# mxnet.runtime.Features (is_enabled('MKLDNN')) exists from 1.5 (import mxnet.runtime first).
+RUNTIME_FEATURES = (1, 5)
+# contrib.quantization.quantize_model_mkldnn exists from 1.6 (MKLDNN builds only run it).
+QUANTIZE_MODEL_MKLDNN = (1, 6)
+# contrib.quantization accepts quantized_dtype='auto' from 1.5.
+QUANTIZE_AUTO_DTYPE = (1, 5)
 
 
 def parse_version(text):
