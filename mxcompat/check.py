@@ -83,6 +83,63 @@ def _check_bare_names(mx, tmp):
     return "42 stays 42"
 
 
+def _freeze_module_step(mx, kvstore, frozen_before_bind):
+    """One SGD step (momentum, wd) of a conv+FC net with 'kw' frozen; returns what moved."""
+    import mxcompat
+    import numpy as np
+    data = mx.sym.Variable("data")
+    kw = mx.sym.Variable("kw", init=mx.init.Uniform(0.5))
+    conv = mx.sym.Convolution(data, weight=kw, kernel=(3, 3), num_filter=2,
+                              no_bias=True, name="conv")
+    fc = mx.sym.FullyConnected(mx.sym.flatten(conv), num_hidden=2, name="fc")
+    mod = mx.mod.Module(mx.sym.MakeLoss(mx.sym.sum(fc * fc)), label_names=None)
+    with mxcompat.frozen(*(["kw"] if frozen_before_bind else [])):
+        mod.bind(data_shapes=[("data", (2, 1, 4, 4))])
+    mod.init_params(mx.init.Uniform(0.5))
+    with mxcompat.frozen("kw"):
+        mod.init_optimizer(kvstore=kvstore, optimizer="sgd", optimizer_params={
+            "learning_rate": 0.01, "momentum": 0.9, "wd": 0.1})
+        before = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+        batch = mx.io.DataBatch([mx.nd.ones((2, 1, 4, 4))], [])
+        for _ in range(3):
+            mod.forward_backward(batch)
+            mod.update()
+    after = mod.get_params()[0]
+    return {k: not np.array_equal(before[k], after[k].asnumpy()) for k in before}
+
+
+@check("freeze", "mxcompat.freeze('kw') keeps kw bit for bit on each update path")
+def _check_freeze(mx, tmp):
+    import numpy as np
+    import mxcompat
+    from mxnet import autograd, gluon
+    paths = []
+    for label, kvstore, before_bind in (("no kvstore, frozen before bind", None, True),
+                                        ("no kvstore, frozen after bind", None, False),
+                                        ("kvstore 'local' object", mx.kv.create("local"), False)):
+        moved = _freeze_module_step(mx, kvstore, before_bind)
+        if moved != {"kw": False, "fc_weight": True, "fc_bias": True}:
+            raise AssertionError("Module, %s: moved %r" % (label, moved))
+        paths.append(label)
+    net = gluon.nn.Dense(2, in_units=3, prefix="dense_")
+    net.initialize(mx.init.Uniform(0.5))
+    trainer = gluon.Trainer(net.collect_params(), "sgd",
+                            {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.1})
+    with mxcompat.frozen("dense_weight"):
+        before = {k: v.data().asnumpy() for k, v in net.collect_params().items()}
+        for _ in range(3):
+            with autograd.record():
+                loss = (net(mx.nd.ones((2, 3))) ** 2).sum()
+            loss.backward()
+            trainer.step(2)
+    moved = {k: not np.array_equal(before[k], v.data().asnumpy())
+             for k, v in net.collect_params().items()}
+    if moved != {"dense_weight": False, "dense_bias": True}:
+        raise AssertionError("Gluon Trainer: moved %r" % moved)
+    paths.append("Gluon Trainer")
+    return "frozen on: " + "; ".join(paths)
+
+
 def _versions(mx):
     import numpy
     import wrapt
