@@ -32,7 +32,9 @@ and nothing more: on the oneDNN (MKLDNN) builds from MXNet 1.7, FullyConnected's
 the *bias* gradient when the weight's ``grad_req`` is ``'null'`` (``_compat.
 ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS``), so a frozen FC weight whose bias trains keeps its gradient
 buffer and is frozen by the update skip instead.  The same holds for such a weight in the
-user's own ``fixed_param_names``: mxcompat does not let it stop the bias.
+user's own ``fixed_param_names``: mxcompat does not let it stop the bias.  (This holds
+whatever ``MXNET_MKLDNN_ENABLED`` says: MXNet reads it once, and the update skip is exact
+either way, at the cost of one weight gradient.)
 
 Frozen after bind, or after ``init_optimizer``: ``model._update_params`` and
 ``_update_params_on_kvstore`` (patched in ``mxnet.model`` and in ``mxnet.module.module``, which
@@ -389,6 +391,11 @@ def _wrap_module_bind(wrapped, instance, args, kwargs):
     state = _BindState(set(n for n in frozen_now if n in no_grad),
                        frozenset(n for n in user_fixed if n in keep))
     with _bind_lock:
+        shared_module = bound.arguments.get("shared_module")
+        shared = _bind_states.get(shared_module) if shared_module is not None else None
+        if shared is not None:
+            # A BucketingModule's buckets share their parameters: one warning for all.
+            state.warned = shared.warned
         _bind_states[instance] = state
     return result
 

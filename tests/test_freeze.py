@@ -593,6 +593,28 @@ def test_unfreeze_after_frozen_bind_warns_once_with_the_rebind_recipe(recwarn):
     assert len(_ours(recwarn)) == 1
 
 
+def test_unfreeze_after_frozen_bind_warns_once_for_all_buckets(recwarn):
+    mxcompat.freeze("fc2_*")
+    mod = mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=3, context=mx.cpu())
+    mod.bind(data_shapes=[("data", (BATCH, 3, 4))], label_shapes=[("lro_label", (BATCH, 3))])
+    mod.init_params(mx.init.Uniform(0.5))
+    mod.init_optimizer()
+    rng = np.random.RandomState(0)
+    batches = [_bucket_batch(rng, key) for key in (2, 3, 2, 3)]
+    for batch in batches[:2]:
+        mod.forward(batch, is_train=True)
+        mod.backward()
+        mod.update()
+    mxcompat.unfreeze()
+    for batch in batches[2:]:
+        mod.forward(batch, is_train=True)
+        mod.backward()
+        mod.update()
+    assert len(mod._buckets) == 2
+    assert len(_ours(recwarn)) == 1
+    assert _ours(recwarn)[0].startswith("parameter(s) 'fc2_bias', 'fc2_weight' were frozen")
+
+
 def test_unfreeze_after_update_time_freeze_trains_again(recwarn):
     mod, start, end = _run_module("after_steps")
     mxcompat.unfreeze(*FROZEN)
