@@ -48,6 +48,14 @@ RUNTIME_FEATURES = (1, 5)
 QUANTIZE_MODEL_MKLDNN = (1, 6)
 # contrib.quantization accepts quantized_dtype='auto' from 1.5.
 QUANTIZE_AUTO_DTYPE = (1, 5)
+# Module.get_params() works on an unbound module (e.g. from Module.load) from 1.6; before, it
+# asserts the module is bound.
+UNBOUND_GET_PARAMS = (1, 6)
+# Up to 1.7 the engine does not order reads of BatchNorm's running statistics after the write
+# that a Gluon training step (autograd backward) makes: a copy pushed right after
+# Trainer.step can read the previous values (measured: 1.3-1.6 5/40 runs, 1.7 29/40, and 1.7
+# even asnumpy 3/40; 1.8 and 1.9 0/40).  convert.py waits for the engine before copying.
+GLUON_AUX_WRITES_ORDERED = (1, 8)
 
 
 def parse_version(text):

@@ -660,6 +660,9 @@ def to_module(block, data_names=None, label_names=None, data_shapes=None, label_
                            "initialize() and, for deferred shapes, run one forward pass "
                            "first" % _names(uninitialised))
 
+    if not _compat.since(_compat.GLUON_AUX_WRITES_ORDERED):
+        # The last training step's BatchNorm statistics must land before anyone reads them.
+        mx.nd.waitall()
     if loss is not None:
         out = _add_loss(out, loss, label_names[0], where)
     if context is None:

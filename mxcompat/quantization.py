@@ -60,7 +60,10 @@ def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8"
             raise ValueError("mxcompat.quantize: the module has no parameters yet")
         symbol = model.symbol
         data_names = list(model.data_names)
-        arg_params, aux_params = model.get_params()
+        if model.binded or _compat.since(_compat.UNBOUND_GET_PARAMS):
+            arg_params, aux_params = model.get_params()
+        else:
+            arg_params, aux_params = model._arg_params, model._aux_params
     else:
         try:
             symbol, arg_params, aux_params = model
