@@ -51,9 +51,9 @@ was bound: MXNet then allocated no gradient for it, and one ``MXCompatWarning`` 
 rebind.  A pattern that matches no parameter of a Module or Trainer that updates while the
 registry is in use gets one ``MXCompatWarning`` naming it and the closest names.
 
-Gluon: ``Trainer.step``/``update``/``allreduce_grads`` skip frozen ``Parameter.name``\\ s the same
-way (an update-time ``grad_req == 'null'`` view of the parameter; its ``grad_req`` is not
-touched).  ``frozen_report`` counts frozen and trainable parameters and elements of a Module
+Gluon: ``Trainer.step``/``update``/``allreduce_grads`` skip every parameter whose
+``Parameter.name`` is frozen, the same way (an update-time ``grad_req == 'null'`` view of the
+parameter at its own index; the parameter's ``grad_req`` is not touched).  ``frozen_report`` counts frozen and trainable parameters and elements of a Module
 or a Block, and prints like sockeye's parameter log.
 """
 import contextlib
