@@ -70,13 +70,16 @@ def _as_contexts(ctx):
 
 # --- Gluon Parameter internals ------------------------------------------------------------
 
+_DTYPE_ATTRIBUTE = []
+
+
 def _set_dtype(param, dtype):
     # From 1.5 Parameter.dtype is a property whose setter casts the data; before, a plain
     # attribute.  Either way only the record is wanted here: the arrays already have it.
-    if _compat.since(_compat.PARAMETER_DTYPE_PROPERTY):
-        param._dtype = dtype
-    else:
-        param.dtype = dtype
+    if not _DTYPE_ATTRIBUTE:   # asked once: this runs for every parameter
+        _DTYPE_ATTRIBUTE.append(
+            "_dtype" if _compat.since(_compat.PARAMETER_DTYPE_PROPERTY) else "dtype")
+    setattr(param, _DTYPE_ATTRIBUTE[0], dtype)
 
 
 def _install(param, arrays, contexts=None, grads=None, marks=None):
