@@ -668,6 +668,12 @@ def to_module(block, data_names=None, label_names=None, data_shapes=None, label_
         mx.nd.waitall()
     if loss is not None:
         out = _add_loss(out, loss, label_names[0], where)
+        added = [n for n in out.list_arguments()
+                 if n not in names and n not in params and n not in label_names]
+        if added:
+            raise _fail(where, "the loss adds argument(s) %s the block has no values for; a "
+                               "loss head may only read the output and the label"
+                        % _names(added))
     if context is None:
         first = params[graph_args[0]] if graph_args else None
         context = first.list_ctx() if first is not None else [mx.cpu()]
@@ -739,8 +745,8 @@ def _bind(mod, out, params, graph_args, graph_auxs, data_shapes, label_shapes, c
             param = params[name]
             targets = [d[name] for d in dicts]
             by_ctx = dict(zip(param.list_ctx(), param._data))
-            for target in targets:
-                by_ctx.get(target.context, param._data[0]).copyto(target)
+            for ctx, target in zip(contexts, targets):     # executor i runs on contexts[i]
+                by_ctx.get(ctx, param._data[0]).copyto(target)
             store[name] = targets
     if not copy:
         marks = []

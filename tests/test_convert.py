@@ -281,7 +281,8 @@ def test_fixed_params_become_grad_req_null_and_back():
     fc = mx.sym.FullyConnected(mx.sym.flatten(d), num_hidden=3, name="fc")
     mod = mx.mod.Module(mx.sym.SoftmaxOutput(fc, name="softmax"),
                         fixed_param_names=["fc_weight"])
-    mod.bind(data_shapes=[("data", x.shape)], for_training=False)
+    mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", (4,))],
+             for_training=False)
     mod.init_params(mx.init.Xavier())
     net = mod.to_gluon()
     params = net.collect_params()
@@ -491,6 +492,50 @@ def test_cached_graph_keeps_export_input_names():
     assert mod.data_names == ["data0", "data1"]       # as HybridBlock.export names them
 
 
+def test_cached_graph_inputs_renamed():
+    x = data()
+    net = trained_cnn(x)                  # hybridized and run: its graph's input is 'data'
+    mod = net.to_module(data_names=["image"], data_shapes=[("image", x.shape)])
+    assert mod.data_names == ["image"]
+    assert "image" in mod.symbol.list_arguments() and "data" not in mod.symbol.list_arguments()
+    close(predict(mod, x), net(x))
+    net_back = mod.to_gluon()
+    close(net_back(x), net(x))
+
+
+def test_data_parallel_contexts():
+    # Two CPU contexts stand in for two devices: one parameter copy per context each way.
+    x = data()
+    net = trained_cnn(x)
+    two = [mx.cpu(0), mx.cpu(1)]
+    mod = net.to_module(data_shapes=[("data", x.shape)], context=two)
+    assert len(mod._exec_group.execs) == 2
+    close(predict(mod, x), net(x))
+    back = mod.to_gluon()
+    weight = back.collect_params()[net[0].weight.name]
+    assert weight.list_ctx() == two
+    close(back(x), net(x))
+    close(back(x.as_in_context(mx.cpu(1))), net(x))
+
+    shared = cnn()
+    shared.initialize(ctx=two)
+    shared(x)
+    mod.to_gluon(shared, copy=False)
+    close(shared(x), net(x))
+
+    net2 = trained_cnn(x)
+    net2.collect_params().reset_ctx(two)
+    mod2 = net2.to_module(data_shapes=[("data", x.shape)], copy=False)
+    trainer = gluon.Trainer(net2.collect_params(), "sgd", {"learning_rate": 0.5})
+    xs = gluon.utils.split_and_load(x, two)
+    ys = gluon.utils.split_and_load(mx.nd.array([1, 2, 3, 4]), two)
+    with autograd.record():
+        losses = [gluon.loss.SoftmaxCrossEntropyLoss()(net2(a), b) for a, b in zip(xs, ys)]
+    autograd.backward(losses)
+    trainer.step(x.shape[0])                            # updates both contexts' copies
+    close(predict(mod2, x), net2(x))
+
+
 @pytest.mark.filterwarnings("ignore:Parameters already initialized")
 def test_to_module_with_loss_fits():
     x = data((8, 3, 8, 8))
@@ -503,6 +548,31 @@ def test_to_module_with_loss_fits():
     it.reset()
     mod.fit(it, num_epoch=5, optimizer_params={"learning_rate": 0.1})
     assert mod.score(it, "ce")[0][1] < score_before
+
+
+def test_to_module_with_a_callable_loss():
+    x = data()
+    net = trained_cnn(x)
+
+    def l2(out, label):
+        return mx.sym.LinearRegressionOutput(out, label, name="l2")
+
+    mod = net.to_module(loss=l2, label_names=["target"], data_shapes=[("data", x.shape)])
+    assert mod.label_names == ["target"]
+    assert mod._label_shapes[0].shape == (4, 10)           # inferred from the output
+    close(predict(mod, x), net(x))                          # regression head: identity
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.01})
+    mod.forward_backward(mx.io.DataBatch([x], [mx.nd.zeros((4, 10))]))
+    mod.update()
+
+
+def test_bad_losses():
+    net = trained_cnn(data())
+    with pytest.raises(ValueError, match="'softmax'"):
+        net.to_module(loss="hinge")
+    with pytest.raises(ValueError, match="'scale'"):
+        net.to_module(loss=lambda out, label: mx.sym.broadcast_mul(
+            mx.sym.SoftmaxOutput(out, label), mx.sym.var("scale")))
 
 
 # --- errors ---------------------------------------------------------------------------------
@@ -562,7 +632,8 @@ def test_deferred_block_names_its_parameters():
 
 
 def test_module_without_params():
-    mod = mx.mod.Module(mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2))
+    mod = mx.mod.Module(mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2),
+                        label_names=None)
     with pytest.raises(ValueError, match="no parameters yet"):
         mod.to_gluon()
 
