@@ -51,6 +51,9 @@ was bound: MXNet then allocated no gradient for it, and one ``MXCompatWarning`` 
 rebind.  A pattern that matches no parameter of a Module or Trainer that updates while the
 registry is in use gets one ``MXCompatWarning`` naming it and the closest names.
 
+``MXCOMPAT_FREEZE=kw,stage1_*`` (what ``mxcompat run --freeze`` sets) freezes those patterns
+when mxcompat is imported; an invalid one is skipped with one ``MXCompatWarning``.
+
 Gluon: ``Trainer.step``/``update``/``allreduce_grads`` skip every parameter whose
 ``Parameter.name`` is frozen, the same way (an update-time ``grad_req == 'null'`` view of the
 parameter at its own index; the parameter's ``grad_req`` is not touched).  ``frozen_report`` counts frozen and trainable parameters and elements of a Module
@@ -60,6 +63,7 @@ import contextlib
 import difflib
 import fnmatch
 import json
+import os
 import pprint
 import re
 import threading
@@ -629,6 +633,25 @@ def frozen_report(obj):
         return FrozenReport(_param_entries(obj.values()))
     raise TypeError("mxcompat.frozen_report: expected a Module or a Gluon Block (or a Trainer "
                     "or ParameterDict), not %s" % type(obj).__name__)
+
+
+# --- the environment ----------------------------------------------------------------------------
+
+ENV_FREEZE = "MXCOMPAT_FREEZE"
+
+
+def _freeze_from_env():
+    # Comma-separated names and globs; importing mxcompat must not fail on a bad one.
+    for item in os.environ.get(ENV_FREEZE, "").split(","):
+        item = item.strip()
+        if item:
+            try:
+                freeze(item)
+            except (TypeError, ValueError) as exc:
+                warn("%s: %s; that pattern is ignored" % (ENV_FREEZE, exc))
+
+
+_freeze_from_env()
 
 
 # --- the patch --------------------------------------------------------------------------------

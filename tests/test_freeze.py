@@ -148,6 +148,25 @@ def test_seed_program_prints_42_and_41_58_after_unpatch(python):
     assert "kw-grad=False" in out
 
 
+def test_mxcompat_freeze_environment_variable(python):
+    env = {"MXCOMPAT_FREEZE": " kw, fc1_*,,fc[2 "}
+    out = python("""
+        import warnings
+        warnings.simplefilter("always")
+        with warnings.catch_warnings(record=True) as record:
+            import mxcompat
+        print(mxcompat.frozen_patterns())
+        print([str(w.message) for w in record if w.category is mxcompat.MXCompatWarning])
+    """, env=env).stdout.splitlines()
+    assert out == ["('kw', 'fc1_*')",
+                   "[\"MXCOMPAT_FREEZE: mxcompat.freeze: invalid glob 'fc[2': the '[' at "
+                   "position 2 is never closed; that pattern is ignored\"]"]
+    # What `mxcompat run --freeze kw` relies on: the seed program, without its freeze line.
+    out = python(SEED.format(unpatch="").replace("mxcompat.freeze('kw')", ""),
+                 env={"MXCOMPAT_FREEZE": "kw"}).stdout
+    assert "B2=42.00" in out
+
+
 # --- the registry API -----------------------------------------------------------------------
 
 def test_exact_glob_and_regex_patterns():
