@@ -7,7 +7,8 @@ mxcompat appends a finder to the *end* of ``sys.meta_path`` that serves ``distut
 empty package) and ``distutils.version`` (CPython 3.11's ``LooseVersion`` and
 ``StrictVersion``, in ``_distutils_version.py``).  Being last, it is asked only when nothing
 else has ``distutils``: the standard library's (Python <= 3.11) or setuptools'
-``_distutils_hack`` always win.  Patch name ``distutils``.
+``_distutils_hack`` always win.  MXNet 1.3-1.5 do not need it and do not get it.  Patch name
+``distutils``; once mxnet is imported, ``distutils`` stays importable in that process.
 """
 import importlib.abc
 import importlib.machinery
@@ -16,7 +17,7 @@ import os
 import sys
 import types
 
-from . import _preimport
+from . import _compat, _preimport
 from ._patching import Patch, register
 
 PATCH = "distutils"
@@ -77,8 +78,14 @@ def served():
     return module is not None and getattr(module.__spec__, "origin", None) == "mxcompat"
 
 
-# No on_apply: the finder is only worth adding before mxnet's import (unpatch still takes it
-# away, so a later `import distutils` fails as on plain Python 3.12).
-register(Patch(PATCH, __doc__.split("\n\n")[0], on_remove=uninstall))
+def _on_apply():
+    # Normally already added before mxnet's import; again after an unpatch/patch cycle.
+    if needed():
+        install()
+
+
+# Only 1.6+ import distutils (numpy_dispatch_protocol.py); 1.3-1.5 never get the finder.
+register(Patch(PATCH, __doc__.split("\n\n")[0], since=_compat.NUMPY_SUBPACKAGE,
+               on_apply=_on_apply, on_remove=uninstall))
 _preimport.register(PATCH, _before_mxnet)
 _preimport.install()

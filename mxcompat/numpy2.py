@@ -8,7 +8,7 @@ removed ``ndarray.tostring``.
   mxcompat writes a list or tuple holding NumPy scalars as NumPy 1 did (``'(2, 3)'``) in every
   place MXNet stringifies parameters: ``_imperative_invoke`` (every ``mx.nd`` / ``mx.np``
   operator), ``_symbol_creator`` (every ``mx.sym`` operator), ``CachedOp`` flags,
-  ``Symbol._set_attr``, ``mx.sym.var`` and the ``mx.io`` iterator constructors.
+  ``mx.sym.var`` (shape and ``__attr__`` values) and the ``mx.io`` iterator constructors.
 * NEP 50: ``0.0 + np.float32(x)`` is a ``float32`` (NumPy 1: ``float64``), so every metric
   that sums NumPy values (MSE, MAE, RMSE, CrossEntropy, Loss, Perplexity, custom metrics…)
   would accumulate in single precision.  mxcompat seeds ``sum_metric`` and
@@ -106,7 +106,7 @@ def _wrap_vals_at(position):
 
 
 def _wrap_kwargs_values(wrapped, instance, args, kwargs):
-    # SymbolBase._set_attr(**kwargs) and the mx.io iterator constructors (**kwargs).
+    # The mx.io iterator constructors (**kwargs), which send str(value) for each.
     if _state["on"] and kwargs:
         fixed = _legacy_values(list(kwargs.values()))
         kwargs = dict(zip(kwargs.keys(), fixed))
@@ -272,7 +272,6 @@ def _targets():
         Target("mxnet.symbol._internal", "_symbol_creator", create),
         Target("mxnet.symbol.register", "_symbol_creator", create),
         Target("mxnet._ctypes.ndarray", "CachedOp.__init__", _wrap_cached_op_init),
-        Target("mxnet._ctypes.symbol", "SymbolBase._set_attr", _wrap_kwargs_values),
         Target("mxnet.symbol.symbol", "var", _wrap_var),
         Target("mxnet.symbol.symbol", "Variable", _wrap_var),
         Target("mxnet.symbol", "var", _wrap_var),

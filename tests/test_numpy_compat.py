@@ -1,0 +1,460 @@
+"""MXNet on NumPy 1.24 … 2.x and Python 3.12/3.13: restored names, distutils, NEP 50/51.
+
+The names restored are derived from MXNet's own source (``_mxnet_numpy_uses``); numbers are
+compared bit for bit with reference outputs made by ``numpy_reference.py`` in each release's
+reference environment (its declared Python and NumPy, e.g. 1.9.1 on Python 3.11 + NumPy
+1.23.5).
+"""
+import math
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import mxcompat
+from mxcompat import _preimport, distutils_compat, numpy2, numpy_compat
+
+import mxnet as mx
+
+import _mxnet_numpy_uses
+import numpy_reference
+from conftest import MX_VERSION
+
+NUMPY_VERSION = tuple(int(p) for p in np.__version__.split(".")[:2])
+NUMPY2 = NUMPY_VERSION >= (2, 0)
+needs_numpy2 = pytest.mark.skipif(not NUMPY2, reason="NEP 50/51 behaviour needs NumPy >= 2 "
+                                                     "(this is NumPy %s)" % np.__version__)
+
+# Chains the scan finds that are not NumPy attributes at all, so nothing can restore them.
+# Each entry: (chain, why).  Keep it empty unless a real case is found and explained.
+NOT_NUMPY_ATTRIBUTES = {}
+
+
+# --- the restored names are derived from MXNet's source --------------------------------------
+
+def test_every_numpy_name_mxnet_uses_resolves():
+    root = _mxnet_numpy_uses.mxnet_dir()
+    uses = _mxnet_numpy_uses.scan(root)
+    assert len(uses) > 300, "the scan found too few NumPy uses in %s" % root
+    missing = {}
+    for use in uses:
+        name = _mxnet_numpy_uses.resolve(np, use.chain)
+        if name is not None and name not in NOT_NUMPY_ATTRIBUTES:
+            missing.setdefault(name, []).append(use)
+    assert not missing, "NumPy %s lacks names MXNet %s uses: %s" % (
+        np.__version__, mx.__version__,
+        "; ".join("numpy.%s (%s:%d)" % (n, u[0].path, u[0].line) for n, u in missing.items()))
+
+
+def test_restored_names_are_only_those_mxnet_uses():
+    # Every name in the table is read by some supported release (kept in step by hand with
+    # the scan's output over 1.3.1 … 1.9.1; see the module docstring of numpy_compat).
+    table = {name for name, _ in numpy_compat.NAMES}
+    used_here = {u.chain[0] for u in _mxnet_numpy_uses.scan(_mxnet_numpy_uses.mxnet_dir())}
+    assert set(numpy_compat.added()) <= table
+    assert set(numpy_compat.added()) <= used_here | table
+    # What was added is exactly what this NumPy lacked (nothing it has was touched).
+    for name in numpy_compat.added():
+        assert vars(np)[name] is numpy_compat._added[name]
+
+
+def test_restored_values_are_numpys_documented_replacements():
+    expected = {
+        "bool": bool, "int": int, "float": float,
+        "alltrue": np.all, "sometrue": np.any, "product": np.prod,
+        "round_": np.round,
+    }
+    for name in numpy_compat.added():
+        value = getattr(np, name)
+        if name in expected:
+            assert value is expected[name], name
+    for name, want in (("Inf", math.inf), ("PINF", math.inf), ("NINF", -math.inf),
+                       ("PZERO", 0.0), ("NZERO", -0.0)):
+        if name in numpy_compat.added():
+            got = getattr(np, name)
+            assert type(got) is float and got == want
+            assert math.copysign(1.0, got) == math.copysign(1.0, want)
+    for name in ("NAN", "NaN"):
+        if name in numpy_compat.added():
+            assert math.isnan(getattr(np, name))
+    if "msort" in numpy_compat.added():
+        a = np.array([[3, 1], [1, 2], [2, 0]])
+        assert np.array_equal(np.msort(a), np.sort(a, axis=0))
+    if "in1d" in numpy_compat.added():
+        got = np.in1d(np.array([[1, 2], [3, 4]]), [2, 3])
+        assert got.shape == (4,) and got.tolist() == [False, True, True, False]
+    if "trapz" in numpy_compat.added():
+        assert np.trapz is np.trapezoid
+    if "compat" in numpy_compat.added():
+        assert np.compat.basestring is str
+
+
+def test_financial_functions_raise_naming_numpy_financial_when_called():
+    for name in ("mirr", "npv", "pmt", "ppmt", "pv", "rate"):
+        fn = getattr(np, name, None)
+        if fn is None:
+            continue   # NumPy < 1.20 still has the real functions
+        if name not in numpy_compat.added():
+            continue   # NumPy's own 1.20-1.26 stub
+        with pytest.raises(RuntimeError) as info:
+            fn(0.1, [1, 2])
+        assert "numpy-financial" in str(info.value) and name in str(info.value)
+
+
+# --- processes that never import mxnet ---------------------------------------------------------
+
+def test_numpy_untouched_without_mxnet(python):
+    proc = python("""
+        import sys
+        import mxcompat
+        assert "numpy" not in sys.modules, "import mxcompat imported numpy"
+        assert "mxnet" not in sys.modules
+        finders = [type(f).__name__ for f in sys.meta_path]
+        assert finders.count("MXNetImportFinder") == 1, finders
+        import numpy
+        before = dict(vars(numpy))
+        import mxcompat, importlib
+        importlib.reload(mxcompat)
+        after = dict(vars(numpy))
+        assert before.keys() == after.keys(), set(after) ^ set(before)
+        assert all(after[k] is before[k] for k in before)
+        for name in ("PZERO", "alltrue", "mirr", "compat", "bool"):
+            assert (name in vars(numpy)) == (name in before), name
+        assert "mxnet" not in sys.modules
+        print("ok", sys.meta_path.count(sys.meta_path[0]))
+    """)
+    assert proc.stdout.strip().startswith("ok")
+
+
+def test_existing_names_are_never_replaced(python):
+    proc = python("""
+        import numpy
+        mine = object()
+        # A name this NumPy lacks but the user set, and names NumPy has.
+        numpy.PZERO = mine
+        has = {k: v for k, v in vars(numpy).items()}
+        import mxcompat, mxnet
+        from mxcompat import numpy_compat
+        assert numpy.PZERO is mine
+        assert "PZERO" not in numpy_compat.added()
+        for k, v in has.items():
+            assert vars(numpy).get(k) is v, k
+        new = set(vars(numpy)) - set(has)
+        import types
+        extra = {k for k in new if not isinstance(vars(numpy)[k], types.ModuleType)}
+        assert extra <= set(numpy_compat.added()), extra - set(numpy_compat.added())
+        print("ok", sorted(numpy_compat.added()))
+    """)
+    assert "ok" in proc.stdout
+
+
+def test_disable_env_restores_nothing(python):
+    for env in ({"MXCOMPAT_DISABLE": "1"},
+                {"MXCOMPAT_DISABLE_PATCHES": "numpy_names,distutils"}):
+        proc = python("""
+            import sys
+            import mxcompat
+            from mxcompat import numpy_compat
+            try:
+                import mxnet
+                imported = True
+            except Exception as e:
+                imported = type(e).__name__
+            import numpy
+            print(imported, numpy_compat.added(), "numpy_names" in mxcompat.patched())
+            assert numpy_compat.added() == ()
+            assert not any(getattr(f, "_mxcompat_distutils", False) for f in sys.meta_path)
+        """, env=env)
+        assert proc.stdout.split()[-1] == "False", proc.stdout
+
+
+def test_unpatch_takes_the_names_back_and_patch_restores_them(unpatched):
+    # `unpatched` removed every patch, numpy_names included.
+    assert numpy_compat.added() == ()
+    assert "numpy_names" not in mxcompat.patched()
+    lacking = numpy_compat.missing()
+    mxcompat.patch("numpy_names")
+    assert set(numpy_compat.added()) == set(lacking)
+    for name in lacking:
+        assert hasattr(np, name)
+
+
+# --- mxnet imported before mxcompat ------------------------------------------------------------
+
+def _last_error(stderr):
+    lines = [l.strip() for l in stderr.splitlines() if "Error" in l]
+    return lines[-1] if lines else stderr.strip()[-200:]
+
+
+def test_warns_once_when_mxnet_was_imported_first(python):
+    proc = python("""
+        import warnings
+        warnings.simplefilter("always")
+        import numpy
+        import mxnet
+        # As if this NumPy lacked a name MXNet reads (NumPy 2 does), before mxcompat comes.
+        numpy.__dict__.pop("NINF", None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import mxcompat
+            mxcompat.unpatch(); mxcompat.patch()
+        from mxcompat import MXCompatWarning
+        ours = [str(w.message) for w in caught if w.category is MXCompatWarning]
+        print(len(ours))
+        print(ours[0] if ours else "")
+        assert numpy.NINF == float("-inf")
+    """, check=False)
+    if proc.returncode != 0 and not proc.stdout.strip():
+        pytest.skip("plain `import mxnet` fails here (needs mxcompat first): %s"
+                    % _last_error(proc.stderr))
+    count, message = proc.stdout.split("\n", 1)
+    assert count == "1", proc.stdout
+    assert "imported before mxcompat" in message
+    assert "import mxcompat before mxnet" in message and "mxcompat run" in message
+
+
+def test_no_warning_when_mxnet_imported_first_and_nothing_was_missing(python):
+    proc = python("""
+        import warnings
+        import mxnet
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import mxcompat
+        from mxcompat import numpy_compat
+        import numpy
+        lacked = numpy_compat.added()
+        ours = [w for w in caught if w.category is mxcompat.MXCompatWarning]
+        print(len(ours), bool(lacked))
+    """, check=False)
+    if proc.returncode != 0:
+        pytest.skip("plain `import mxnet` fails here (needs mxcompat first): %s"
+                    % _last_error(proc.stderr))
+    count, lacked = proc.stdout.split()
+    # Only runtime names can be missing when a plain import succeeded; then one warning.
+    assert count == ("1" if lacked == "True" else "0"), proc.stdout
+
+
+def test_warns_once_after_a_failed_import(python):
+    proc = python("""
+        import sys, types, warnings
+        warnings.simplefilter("always")
+        try:
+            import mxnet
+            # This NumPy/Python lets plain MXNet import: fake the leftovers of a failed one.
+            for name in [n for n in sys.modules if n == "mxnet" or n.startswith("mxnet.")]:
+                if name == "mxnet":
+                    del sys.modules[name]
+            failed = False
+        except Exception:
+            failed = True
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import mxcompat
+            try:
+                import mxnet
+            except Exception:
+                pass
+        ours = [str(w.message) for w in caught if w.category is mxcompat.MXCompatWarning]
+        print(failed, len(ours))
+        print(ours[0])
+    """)
+    first, message = proc.stdout.split("\n", 1)
+    assert first.split()[1] == "1", proc.stdout
+    assert "failed before mxcompat was imported" in message and "mxcompat run" in message
+
+
+# --- distutils -----------------------------------------------------------------------------
+
+@pytest.mark.requires_mxnet(">=1.6", reason="MXNet imports distutils from 1.6")
+def test_distutils_version_for_mxnet():
+    from distutils.version import LooseVersion, StrictVersion
+    assert (LooseVersion(np.__version__) >= LooseVersion("1.17")) == (NUMPY_VERSION >= (1, 17))
+    assert StrictVersion("1.6.0") <= StrictVersion("1.26.4")
+    assert "distutils" in mxcompat.patched()
+    if sys.version_info >= (3, 12):
+        # Ours only when neither the stdlib nor setuptools' hack provides distutils.
+        import distutils
+        import importlib.util
+        origin = getattr(distutils.__spec__, "origin", "")
+        assert distutils_compat.served() == (origin == "mxcompat")
+        if importlib.util.find_spec("setuptools") is None:
+            assert distutils_compat.served()
+
+
+def test_distutils_shim_is_faithful():
+    from mxcompat import _distutils_version as v
+    assert v.StrictVersion("0.4") == v.StrictVersion("0.4.0")
+    assert v.StrictVersion("1.0.4a3") < v.StrictVersion("1.0.4b1") < v.StrictVersion("1.0.4")
+    assert str(v.StrictVersion("1.2.0")) == "1.2"
+    with pytest.raises(ValueError):
+        v.StrictVersion("1.3.a4")
+    assert v.LooseVersion("1.5.1") < v.LooseVersion("1.5.2b2") > v.LooseVersion("1.5.2")
+    assert v.LooseVersion("2.0.0") >= "1.17" and v.LooseVersion("1.26.4").version == [1, 26, 4]
+    assert repr(v.LooseVersion("3.10a")) == "LooseVersion ('3.10a')"
+
+
+def test_distutils_not_served_without_mxnet_import(python):
+    proc = python("""
+        import sys
+        import mxcompat
+        try:
+            import distutils
+            print("have", getattr(distutils.__spec__, "origin", None))
+        except ImportError:
+            print("none")
+    """)
+    out = proc.stdout.strip()
+    if sys.version_info >= (3, 12):
+        assert out == "none" or out.split()[1] != "mxcompat", out
+    else:
+        assert out.startswith("have")
+
+
+# --- NEP 51: parameter strings ------------------------------------------------------------------
+
+def test_legacy_str_writes_containers_as_numpy_1():
+    value = [np.int64(1), (np.float32(0.5),), np.str_("a"), np.True_, 2, "b"]
+    assert numpy2.legacy_str(value) == "[1, (0.5,), 'a', True, 2, 'b']"
+    assert numpy2.legacy_str((np.int32(3), np.int64(4))) == "(3, 4)"
+    assert numpy2.legacy_str((1, 2)) == "(1, 2)"
+    assert numpy2.legacy_str(np.float32(0.1)) == str(np.float32(0.1))
+
+
+def _param_cases():
+    i1, i3 = np.int64(1), np.int64(3)
+    x = mx.nd.array(np.arange(12, dtype=np.float32).reshape(3, 4))
+    return [
+        ("reshape", lambda: mx.nd.reshape(x, shape=(np.int64(4), np.int64(3))),
+         np.arange(12).reshape(4, 3)),
+        ("ones", lambda: mx.nd.ones((np.int64(2), 3)), np.ones((2, 3))),
+        ("transpose", lambda: mx.nd.transpose(x, axes=(i1, np.int64(0))),
+         np.arange(12).reshape(3, 4).T),
+        ("sum", lambda: mx.nd.sum(x, axis=(np.int64(0),)), np.arange(12).reshape(3, 4).sum(0)),
+        ("slice", lambda: mx.nd.slice(x, begin=(i1, 0), end=(i3, np.int64(2))),
+         np.arange(12).reshape(3, 4)[1:3, 0:2]),
+    ]
+
+
+@pytest.mark.parametrize("case", [c[0] for c in _param_cases()])
+def test_numpy_ints_in_operator_parameters(case):
+    _, fn, want = [c for c in _param_cases() if c[0] == case][0]
+    assert np.array_equal(fn().asnumpy(), want.astype(np.float32))
+
+
+@needs_numpy2
+def test_numpy_ints_in_parameters_fail_without_mxcompat(unpatched):
+    x = mx.nd.array(np.arange(12, dtype=np.float32))
+    with pytest.raises(mx.base.MXNetError) as info:
+        mx.nd.reshape(x, shape=(np.int64(3), np.int64(4))).wait_to_read()
+    assert "np.int64(3)" in str(info.value)
+
+
+def test_symbol_var_shape_and_attrs_with_numpy_ints():
+    v = mx.sym.var("v", shape=(np.int64(2), np.int64(3)), __extra__=(np.int64(5),))
+    assert v.attr("__shape__") == "(2, 3)"
+    assert v.attr("__extra__") == "(5,)"
+    assert v.infer_shape()[1] == [(2, 3)]
+
+
+def test_symbol_operator_parameters_with_numpy_ints():
+    data = mx.sym.var("data")
+    out = mx.sym.reshape(data, shape=(np.int64(-1), np.int64(2)))
+    exe = out.bind(mx.cpu(), {"data": mx.nd.arange(6)})
+    assert exe.forward()[0].shape == (3, 2)
+
+
+def test_hybridized_net_with_numpy_shapes():
+    from mxnet import gluon
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(np.int64(3), in_units=np.int64(4)))
+    net.initialize(mx.init.One())
+    net.hybridize(static_alloc=True, static_shape=True)
+    out = net(mx.nd.ones((2, 4)))
+    assert np.array_equal(out.asnumpy(), np.full((2, 3), 4.0, dtype=np.float32))
+
+
+def test_io_iterator_with_numpy_shape(tmp_path):
+    path = str(tmp_path / "d.csv")
+    np.savetxt(path, np.arange(12, dtype=np.float32).reshape(4, 3), delimiter=",")
+    it = mx.io.CSVIter(data_csv=path, data_shape=(np.int64(3),), batch_size=np.int64(2))
+    batch = next(iter(it))
+    assert np.array_equal(batch.data[0].asnumpy(),
+                          np.arange(6, dtype=np.float32).reshape(2, 3))
+
+
+@pytest.mark.requires_mxnet(">=1.6", reason="mx.np and npx.set_np appear in 1.6")
+def test_split_data_on_numpy_batch_in_np_mode():
+    from mxnet import gluon
+    mx.npx.set_np()
+    try:
+        data = mx.np.array(np.arange(14, dtype=np.float32).reshape(7, 2))
+        parts = gluon.utils.split_data(data, 3, even_split=False)
+        # 1.6.0 puts the remainder last, 1.7+ first.
+        assert sorted(p.shape for p in parts) == [(2, 2), (2, 2), (3, 2)]
+        assert np.array_equal(mx.np.concatenate(parts).asnumpy(), data.asnumpy())
+    finally:
+        mx.npx.reset_np()
+
+
+# --- NEP 50: metric sums ------------------------------------------------------------------------
+
+def test_metric_sums_accumulate_as_numpy_1():
+    m = mx.metric.MSE()
+    want = 0.0
+    for i in range(5):
+        label = np.sin(np.arange(4) + i).astype(np.float32)
+        pred = np.cos(np.arange(4) * 0.3 + i).astype(np.float32)
+        m.update([mx.nd.array(label)], [mx.nd.array(pred)])
+        # NumPy 1: the Python 0.0 seed promotes the float32 mean to float64 once.
+        want = np.float64(want) + ((label - pred) ** 2.0).mean()
+    name, value = m.get()
+    assert type(m.sum_metric) is np.float64
+    assert value == want / 5
+
+
+def test_metric_sum_of_python_numbers_stays_a_float():
+    m = mx.metric.F1()
+    m.update([mx.nd.array([0, 1, 1, 0])], [mx.nd.array([[0.9, 0.1], [0.2, 0.8],
+                                                         [0.6, 0.4], [0.7, 0.3]])])
+    assert isinstance(m.sum_metric, float)
+    assert type(m.get()[1]) is type(m.sum_metric / m.num_inst)
+
+
+def test_metric_seed_pickles_as_float():
+    import pickle
+    m = mx.metric.MSE()
+    assert type(pickle.loads(pickle.dumps(m.sum_metric))) is float
+
+
+# --- numbers: the same as the reference environment ------------------------------------------
+
+def _reference():
+    path = numpy_reference.reference_for(mx.__version__, np.__version__)
+    if path is None:
+        pytest.skip("no reference outputs for MXNet %s in %s"
+                    % (mx.__version__, numpy_reference.REFERENCE_DIR))
+    return numpy_reference.load(path)
+
+
+def _same(a, b):
+    return (a.dtype == b.dtype and a.shape == b.shape and
+            a.tobytes() == b.tobytes())
+
+
+def test_results_match_the_reference_environment():
+    want = _reference()
+    env = str(want.pop("__env__"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = numpy_reference.compute()
+    missing = sorted(set(want) - set(got))
+    extra = sorted(set(got) - set(want))
+    different = ["%s: %r != reference %r" % (k, got[k], want[k])
+                 for k in want if k in got and not _same(got[k], want[k])]
+    assert not (missing or extra or different), (
+        "NumPy %s / Python %s vs the reference (%s):\n%s" % (
+            np.__version__, sys.version.split()[0], env,
+            "\n".join(["missing: %s" % k for k in missing[:20]] +
+                      ["extra: %s" % k for k in extra[:20]] + different[:40])))
