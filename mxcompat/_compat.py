@@ -56,6 +56,10 @@ UNBOUND_GET_PARAMS = (1, 6)
 # Trainer.step can read the previous values (measured: 1.3-1.6 5/40 runs, 1.7 29/40, and 1.7
 # even asnumpy 3/40; 1.8 and 1.9 0/40).  convert.py waits for the engine before copying.
 GLUON_AUX_WRITES_ORDERED = (1, 8)
+# Symbol.__iter__ goes by index from 1.5; before, by output *name* (one list_outputs() per
+# item: quadratic, e.g. SymbolBlock.__init__ walks get_internals() so; wrong for duplicate
+# output names, which 1.3/1.4's SymbolBlock then rejects).
+SYMBOL_ITER_BY_INDEX = (1, 5)
 
 
 def parse_version(text):
