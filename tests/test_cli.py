@@ -184,3 +184,37 @@ def test_console_script_is_installed():
     proc = subprocess.run([exe, "--help"], stdout=subprocess.PIPE, universal_newlines=True,
                           timeout=60)
     assert proc.returncode == 0 and "run" in proc.stdout
+
+
+FIT_SCRIPT = """
+import numpy as np
+import mxnet as mx
+data = mx.sym.Variable("data")
+kw = mx.sym.Variable("kw", init=mx.init.Uniform(0.5))
+conv = mx.sym.Convolution(data, weight=kw, kernel=(3, 3), num_filter=2, no_bias=True)
+fc = mx.sym.FullyConnected(mx.sym.flatten(conv), num_hidden=3, name="fc")
+sym = mx.sym.SoftmaxOutput(fc, name="softmax")
+rs = np.random.RandomState(0)
+it = mx.io.NDArrayIter(rs.rand(16, 1, 5, 5).astype("float32"), (np.arange(16) % 3).astype("float32"),
+                       batch_size=4)
+mod = mx.mod.Module(sym)
+mod.bind(data_shapes=it.provide_data, label_shapes=it.provide_label)
+mod.init_params()
+start = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+mod.fit(it, num_epoch=2, optimizer="sgd",
+        optimizer_params={"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01})
+end = mod.get_params()[0]
+print(" ".join("%s=%s" % (k, np.array_equal(start[k], end[k].asnumpy())) for k in sorted(start)))
+"""
+
+
+def test_run_freeze_keeps_a_weight_fixed_through_fit(tmpdir):
+    script = write(tmpdir.join("fit.py"), FIT_SCRIPT)
+    proc = mxcompat_cmd("run", "--freeze", "kw", script)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["fc_bias=False", "fc_weight=False", "kw=True"]
+    # The same script trains kw without --freeze, and MXCOMPAT_FREEZE does what --freeze does.
+    assert mxcompat_cmd("run", script).stdout.split() == [
+        "fc_bias=False", "fc_weight=False", "kw=False"]
+    proc = mxcompat_cmd("run", script, env={"MXCOMPAT_FREEZE": "fc_*"})
+    assert proc.stdout.split() == ["fc_bias=True", "fc_weight=True", "kw=False"]
