@@ -24,7 +24,12 @@ into the shared arrays whenever it syncs its parameters: ``get_params``,
 ``save_checkpoint``); ``to_module(data_shapes=..., copy=False)`` binds and moves the block's
 parameters into the executor arrays instead (values unchanged), so both keep sharing.
 Anything that reallocates (``Parameter.reset_ctx``/``cast``, ``bind(force_rebind=True)``)
-ends the sharing for the arrays it replaces.
+ends the sharing for the arrays it replaces.  A bound module shares through the executors it
+was bound with: when ``forward``/``predict`` reshape it for another batch shape, MXNet's
+reshaped executors alias the same memory under other engine variables, so writes made
+through the shared arrays are not ordered before their reads and, in the MKLDNN builds
+(1.7+), FullyConnected and BatchNorm weights they cached are not refreshed.  Train one side
+while the other serves at its bound shape, or share read-only.
 
 Gradient buffers of newly initialised Gluon parameters (``grad_req='write'``) are allocated
 but not zero-filled: backward overwrites them, and zeroing ~100 MB (ResNet-50) would cost as
