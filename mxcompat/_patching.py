@@ -216,6 +216,12 @@ def _apply(name):
                     continue
                 raise AttributeError("mxcompat: %s.%s not found" % (target.module, target.path))
             original = vars(parent)[attr] if owned else None
+            if target.wrapper is not None and not owned and _wrapped_by(
+                    _raw_attribute(parent, attr), name):
+                # Inherited from a class this patch already wrapped (e.g. a metric's reset
+                # from EvalMetric on releases where the subclass has none): wrapping again
+                # would run the wrapper twice.
+                continue
             if target.wrapper is not None:
                 wrapper = wrapt.wrap_function_wrapper(parent, attr, target.wrapper)
                 wrapper._self_mxcompat_patch = name
@@ -233,6 +239,25 @@ def _apply(name):
             raise
     _active[name] = records
     logger.debug("patched %s", name)
+
+
+def _raw_attribute(parent, attr):
+    """The attribute as stored, looked up along the MRO for a class (no descriptor binding)."""
+    if isinstance(parent, type):
+        for klass in parent.__mro__:
+            if attr in vars(klass):
+                return vars(klass)[attr]
+        return None
+    return vars(parent).get(attr)
+
+
+def _wrapped_by(obj, name):
+    """True if ``obj`` is, or stacks on, a wrapper installed by the patch ``name``."""
+    while hasattr(obj, "_self_mxcompat_patch"):
+        if obj._self_mxcompat_patch == name:
+            return True
+        obj = obj.__wrapped__
+    return False
 
 
 def _restore(records):

@@ -20,6 +20,13 @@ import mxnet as mx  # noqa: E402  (after mxcompat: the patches land at this impo
 MX_VERSION = _compat.parse_version(mx.__version__)
 
 
+def applicable_patches():
+    """The patch names ``patch()`` applies on this MXNet (some start at a later release)."""
+    from mxcompat import _patching
+    return tuple(n for n in mxcompat.patch_names()
+                 if _patching._registry[n].applies_to(MX_VERSION))
+
+
 def _matches(spec, version):
     for clause in spec.split(","):
         clause = clause.strip()
