@@ -140,6 +140,55 @@ def _check_freeze(mx, tmp):
     return "frozen on: " + "; ".join(paths)
 
 
+@check("convert", "Gluon -> to_module() -> to_gluon() round trip, equal outputs")
+def _check_convert(mx, tmp):
+    import mxcompat
+    net = _tiny_gluon_net(mx)
+    x = mx.nd.random.uniform(shape=(2, 3, 6, 6))
+    expected = net(x).asnumpy()
+    mod = net.to_module(data_shapes=[("data", x.shape)])
+    via_module = mod.predict(mx.io.NDArrayIter(x, batch_size=2)).asnumpy()
+    back = mxcompat.to_gluon(mod)(x).asnumpy()
+    diff = max(float(abs(via_module - expected).max()), float(abs(back - expected).max()))
+    if diff > 1e-6:
+        raise AssertionError("outputs differ by %g" % diff)
+    return "max |diff| %g" % diff
+
+
+_QUANTIZE_PROBE = """
+import warnings; warnings.simplefilter("ignore")
+import mxcompat, mxnet as mx
+from mxnet import gluon
+net = gluon.nn.HybridSequential()
+net.add(gluon.nn.Conv2D(4, 3), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"),
+        gluon.nn.Dense(5))
+net.initialize()
+x = mx.nd.random.uniform(shape=(8, 3, 8, 8))
+net(x)
+q = mxcompat.quantize(net, calib_data=x, data_shapes=[("data", x.shape)])
+out = q.predict(mx.io.NDArrayIter(x, batch_size=8))
+agree = float((out.argmax(axis=1) == net(x).argmax(axis=1)).mean().asscalar())
+print(agree)
+"""
+
+
+@check("quantize", "mxcompat.quantize(gluon_net) gives a uint8 module that predicts")
+def _check_quantize(mx, tmp):
+    import subprocess
+    from . import quantization
+    if not quantization._has_mkldnn(mx):
+        raise Skip("quantized CPU graphs need an MKLDNN build (pip wheels from MXNet 1.7)")
+    # A subprocess: some MXNet releases' quantized paths crash the interpreter.
+    proc = subprocess.run([sys.executable, "-c", _QUANTIZE_PROBE], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+        if "x2APIC" in proc.stderr:
+            raise Skip("this release's oneDNN refuses this CPU: %s" % last)
+        raise AssertionError(last)
+    return "top-1 agreement with float: %s" % proc.stdout.strip()
+
+
 def _versions(mx):
     import numpy
     import wrapt
