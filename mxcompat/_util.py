@@ -26,3 +26,13 @@ def symbol_arguments(symbol):
         return list(symbol.list_arguments())
     except Exception:  # pylint: disable=broad-except
         return None
+
+
+def unpack_sym_gen(result):
+    """``(symbol, data_names, label_names)`` from what a BucketingModule's ``sym_gen``
+    returned, or ``None`` if it is not such a triple (MXNet then fails in its own words)."""
+    try:
+        symbol, data_names, label_names = result
+    except (TypeError, ValueError):
+        return None
+    return symbol, data_names, label_names

@@ -7,7 +7,7 @@ mxcompat reads a bare string as the one name it spells, with one ``MXCompatWarni
 """
 from ._log import warn_once
 from ._patching import Patch, Target, register
-from ._util import bind_arguments
+from ._util import bind_arguments, unpack_sym_gen
 
 NAME_ARGUMENTS = ("data_names", "label_names", "state_names", "fixed_param_names")
 
@@ -34,10 +34,10 @@ def _wrap_init(owner):
 def _wrap_call_sym_gen(wrapped, instance, args, kwargs):
     # sym_gen returns (symbol, data_names, label_names); bare strings there too.
     result = wrapped(*args, **kwargs)
-    try:
-        symbol, data_names, label_names = result
-    except (TypeError, ValueError):
+    unpacked = unpack_sym_gen(result)
+    if unpacked is None:
         return result
+    symbol, data_names, label_names = unpacked
     fixed = []
     for arg, value in (("data_names", data_names), ("label_names", label_names)):
         if isinstance(value, str):

@@ -10,7 +10,7 @@ module.  Data names are left alone: a missing data name fails exactly as in MXNe
 """
 from ._log import warn_once
 from ._patching import Patch, Target, register
-from ._util import bind_arguments, symbol_arguments
+from ._util import bind_arguments, symbol_arguments, unpack_sym_gen
 
 
 def _drop(label_names, arguments):
@@ -81,10 +81,10 @@ def _wrap_shapes_method(wrapped, instance, args, kwargs):
 def _wrap_call_sym_gen(wrapped, instance, args, kwargs):
     # BucketingModule takes its label names from sym_gen for every bucket.
     result = wrapped(*args, **kwargs)
-    try:
-        symbol, data_names, label_names = result
-    except (TypeError, ValueError):
+    unpacked = unpack_sym_gen(result)
+    if unpacked is None:
         return result
+    symbol, data_names, label_names = unpacked
     arguments = symbol_arguments(symbol)
     if arguments is None or label_names is None or isinstance(label_names, str):
         return result
