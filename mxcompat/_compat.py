@@ -26,6 +26,10 @@ KVSTORE_PUSHPULL = (1, 7)
 UPDATE_ON_KVSTORE_ENV = (1, 5)
 # mxnet/numpy (imported by mxnet/__init__) uses np.bool and distutils from 1.6.
 NUMPY_SUBPACKAGE = (1, 6)
+# gluon.utils.clip_global_norm computes its scale with NDArrays from 1.4; 1.3.1 computes it
+# from a NumPy float32 scalar (`max_norm / (total_norm + 1e-8)`), which NEP 50 (NumPy 2) keeps
+# in float32 where NumPy 1 promoted to float64.
+CLIP_GLOBAL_NORM_NDARRAY = (1, 4)
 # HybridBlock.export gains remove_amp_cast from 1.5; iterates _cached_op_args from 1.8.
 EXPORT_CACHED_OP_ARGS = (1, 8)
 # SymbolBlock.imports gains allow_missing / ignore_extra from 1.8.

@@ -13,7 +13,8 @@ removed ``ndarray.tostring``.
   that sums NumPy values (MSE, MAE, RMSE, CrossEntropy, Loss, Perplexity, custom metrics…)
   would accumulate in single precision.  mxcompat seeds ``sum_metric`` and
   ``global_sum_metric`` at reset with a ``float`` that adds NumPy scalars as NumPy 1 did
-  (through ``float64``) and Python numbers as a plain ``float``.
+  (through ``float64``) and Python numbers as a plain ``float``.  MXNet 1.3.1's
+  ``gluon.utils.clip_global_norm`` computes its scale through ``float64`` again.
 * NumPy 2.3 removed ``ndarray.tostring``; ``mx.recordio.pack`` (array labels) and
   ``pack_img`` use ``tobytes`` instead.
 
@@ -23,7 +24,9 @@ every wrapper hands its call to MXNet unchanged.  Patch name ``numpy2``.
 import numbers
 import struct
 import sys
+import warnings
 
+from . import _compat
 from ._patching import Patch, Target, register
 from ._util import bind_arguments
 
@@ -193,6 +196,34 @@ def _wrap_metric_reset(wrapped, instance, args, kwargs):
     return result
 
 
+def _wrap_clip_global_norm(wrapped, instance, args, kwargs):
+    if not _state["on"] or _compat.since(_compat.CLIP_GLOBAL_NORM_NDARRAY):
+        return wrapped(*args, **kwargs)
+    np = _state["np"]
+    bound = bind_arguments(wrapped, args, kwargs)
+    arrays, max_norm = bound.arguments["arrays"], bound.arguments["max_norm"]
+    ndarray = sys.modules[wrapped.__module__].ndarray
+    # MXNet 1.3.1's clip_global_norm, the scale computed through float64 as under NumPy 1.
+
+    def _norm(array):
+        if array.stype == 'default':
+            x = array.reshape((-1,))
+            return ndarray.dot(x, x)
+        return array.norm().square()
+    assert len(arrays) > 0
+    ctx = arrays[0].context
+    total_norm = ndarray.add_n(*[_norm(arr).as_in_context(ctx) for arr in arrays])
+    total_norm = ndarray.sqrt(total_norm).asscalar()
+    if not np.isfinite(total_norm):
+        warnings.warn(UserWarning('nan or inf is detected. Clipping results will be undefined.'),
+                      stacklevel=2)
+    scale = max_norm / (np.float64(total_norm) + 1e-8)
+    if scale < 1.0:
+        for arr in arrays:
+            arr *= scale
+    return total_norm
+
+
 # --- ndarray.tostring (removed in NumPy 2.3) in recordio -----------------------------------
 
 def _wrap_pack(wrapped, instance, args, kwargs):
@@ -276,6 +307,7 @@ def _targets():
         Target("mxnet.symbol.symbol", "Variable", _wrap_var),
         Target("mxnet.symbol", "var", _wrap_var),
         Target("mxnet.symbol", "Variable", _wrap_var),
+        Target("mxnet.gluon.utils", "clip_global_norm", _wrap_clip_global_norm),
         Target("mxnet.recordio", "pack", _wrap_pack),
         Target("mxnet.recordio", "pack_img", _wrap_pack_img),
     ]

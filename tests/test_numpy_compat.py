@@ -422,6 +422,25 @@ def test_metric_sum_of_python_numbers_stays_a_float():
     assert type(m.get()[1]) is type(m.sum_metric / m.num_inst)
 
 
+@pytest.mark.requires_mxnet("<1.4", reason="1.4+ compute the clipping scale with NDArrays")
+def test_clip_global_norm_scale_as_numpy_1():
+    from mxnet import gluon
+    # A norm whose float32 (NEP 50) and float64 (NumPy 1) scales give different multipliers.
+    for i in range(2000):
+        value = np.float32(2.5 + i * 0.0007)
+        norm = np.sqrt(np.float32(value * value))
+        scale64 = 0.5 / (np.float64(norm) + 1e-8)
+        scale32 = np.float32(0.5) / (norm + np.float32(1e-8))
+        if np.float32(scale64) != np.float32(scale32):
+            break
+    else:
+        pytest.fail("no norm separates the float32 and float64 scales")
+    arr = mx.nd.array([value])
+    got_norm = gluon.utils.clip_global_norm([arr], 0.5)
+    assert got_norm == norm
+    assert arr.asnumpy()[0] == np.float32(value) * np.float32(scale64)
+
+
 def test_metric_seed_pickles_as_float():
     import pickle
     m = mx.metric.MSE()
