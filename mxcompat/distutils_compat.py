@@ -84,8 +84,15 @@ def _on_apply():
         install()
 
 
+class _DistutilsPatch(Patch):
+    """Applies on Python 3.12+ only (``patched()`` does not list it on older Pythons)."""
+
+    def applies_to(self, version):
+        return Patch.applies_to(self, version) and needed()
+
+
 # Only 1.6+ import distutils (numpy_dispatch_protocol.py); 1.3-1.5 never get the finder.
-register(Patch(PATCH, __doc__.split("\n\n")[0], since=_compat.NUMPY_SUBPACKAGE,
-               on_apply=_on_apply, on_remove=uninstall))
+register(_DistutilsPatch(PATCH, __doc__.split("\n\n")[0], since=_compat.NUMPY_SUBPACKAGE,
+                         on_apply=_on_apply, on_remove=uninstall))
 _preimport.register(PATCH, _before_mxnet)
 _preimport.install()

@@ -272,7 +272,8 @@ def test_distutils_version_for_mxnet():
     from distutils.version import LooseVersion, StrictVersion
     assert (LooseVersion(np.__version__) >= LooseVersion("1.17")) == (NUMPY_VERSION >= (1, 17))
     assert StrictVersion("1.6.0") <= StrictVersion("1.26.4")
-    assert "distutils" in mxcompat.patched()
+    assert ("distutils" in mxcompat.patched()) == (sys.version_info >= (3, 12))
+    assert ("numpy2" in mxcompat.patched()) == NUMPY2
     if sys.version_info >= (3, 12):
         # Ours only when neither the stdlib nor setuptools' hack provides distutils.
         import distutils
