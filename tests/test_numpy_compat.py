@@ -48,13 +48,24 @@ def test_every_numpy_name_mxnet_uses_resolves():
         "; ".join("numpy.%s (%s:%d)" % (n, u[0].path, u[0].line) for n, u in missing.items()))
 
 
-def test_restored_names_are_only_those_mxnet_uses():
-    # Every name in the table is read by some supported release (kept in step by hand with
-    # the scan's output over 1.3.1 … 1.9.1; see the module docstring of numpy_compat).
-    table = {name for name, _ in numpy_compat.NAMES}
+# The releases whose Python code reads each restored name (first, last), from this scan run
+# over the 1.3.1 … 1.9.1 wheels.  Each env re-checks its own release against this table, so
+# together the envs re-derive it; numpy_compat.NAMES must be exactly these names.
+USED_BY = {
+    "int": ((1, 3), (1, 9)), "float": ((1, 4), (1, 7)), "bool": ((1, 6), (1, 9)),
+    "Inf": ((1, 5), (1, 9)), "PZERO": ((1, 6), (1, 9)), "NZERO": ((1, 6), (1, 9)),
+}
+for _name in ("PINF", "NINF", "NAN", "NaN", "alltrue", "sometrue", "product", "round_",
+              "msort", "compat", "trapz", "in1d", "mirr", "npv", "pmt", "ppmt", "pv", "rate"):
+    USED_BY[_name] = ((1, 7), (1, 9))
+
+
+def test_restored_names_are_exactly_those_mxnet_uses():
+    assert sorted(name for name, _ in numpy_compat.NAMES) == sorted(USED_BY)
     used_here = {u.chain[0] for u in _mxnet_numpy_uses.scan(_mxnet_numpy_uses.mxnet_dir())}
-    assert set(numpy_compat.added()) <= table
-    assert set(numpy_compat.added()) <= used_here | table
+    release = MX_VERSION[:2]
+    for name, (first, last) in USED_BY.items():
+        assert (name in used_here) == (first <= release <= last), (name, mx.__version__)
     # What was added is exactly what this NumPy lacked (nothing it has was touched).
     for name in numpy_compat.added():
         assert vars(np)[name] is numpy_compat._added[name]
