@@ -63,7 +63,7 @@ class Table(object):
     @staticmethod
     def _fmt(seconds, unit):
         if unit == "MB":
-            return "%.1f MB" % seconds
+            return "%.2f MB" % seconds if abs(seconds) < 10 else "%.1f MB" % seconds
         if seconds >= 1:
             return "%.3f s" % seconds
         if seconds >= 1e-3:
@@ -71,11 +71,22 @@ class Table(object):
         return "%.1f us" % (seconds * 1e6)
 
     def format_row(self, row):
-        return "%-58s | %-26s %10s | %-26s %10s | %6.3fx | %s" % (
-            row["pair"][:58], row["a"][:26], self._fmt(row["median_a"], row["unit"]),
-            row["b"][:26], self._fmt(row["median_b"], row["unit"]), row["ratio"],
+        return "%-64s | %-28s %10s | %-28s %10s | %7.3fx | %s" % (
+            row["pair"][:64], row["a"][:28], self._fmt(row["median_a"], row["unit"]),
+            row["b"][:28], self._fmt(row["median_b"], row["unit"]), row["ratio"],
             row["target"] or "")
 
     def header(self):
-        return "%-58s | %-26s %10s | %-26s %10s | %7s | %s" % (
+        return "%-64s | %-28s %10s | %-28s %10s | %8s | %s" % (
             "pair", "A", "median", "B", "median", "B/A", "target")
+
+    def markdown(self):
+        """The rows as a Markdown table (for the README)."""
+        lines = ["| pair | A | median A | B | median B | B/A | target |",
+                 "|---|---|---:|---|---:|---:|---|"]
+        for row in self.rows:
+            lines.append("| %s | %s | %s | %s | %s | %.3fx | %s |" % (
+                row["pair"].strip(), row["a"], self._fmt(row["median_a"], row["unit"]),
+                row["b"], self._fmt(row["median_b"], row["unit"]), row["ratio"],
+                (row["target"] or "").replace("<", "&lt;")))
+        return "\n".join(lines)
