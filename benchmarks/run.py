@@ -581,14 +581,18 @@ if order == "mxcompat-first":
 t1 = time.perf_counter()
 import mxnet
 t2 = time.perf_counter()
-if order == "no-bytecode":
-    # As a venv without .pyc files (uv installs without --compile-bytecode) under
-    # PYTHONDONTWRITEBYTECODE: wrapt's and mxcompat's sources are compiled at every import.
-    sys.pycache_prefix = sys.argv[2]
-    sys.dont_write_bytecode = True
 if order == "wrapt-first":
     import wrapt
 t3 = time.perf_counter()
+if order == "no-bytecode":
+    # As a venv without .pyc files (uv installs without --compile-bytecode) under
+    # PYTHONDONTWRITEBYTECODE: wrapt's and mxcompat's sources are compiled at every import.
+    # The standard library keeps its bytecode: what wrapt 2 imports of it comes first.
+    from importlib import metadata
+    if int(metadata.version("wrapt").split(".")[0]) >= 2:
+        import asyncio
+    sys.pycache_prefix = sys.argv[2]
+    sys.dont_write_bytecode = True
 if order in ("mxnet-first", "wrapt-first", "no-bytecode"):
     import mxcompat
 t4 = time.perf_counter()
