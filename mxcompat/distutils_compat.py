@@ -15,7 +15,6 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-import types
 
 from . import _compat, _preimport
 from ._patching import Patch, register

@@ -6,7 +6,6 @@ reference environment (its declared Python and NumPy, e.g. 1.9.1 on Python 3.11 
 1.23.5).
 """
 import math
-import os
 import sys
 import warnings
 
@@ -14,7 +13,7 @@ import numpy as np
 import pytest
 
 import mxcompat
-from mxcompat import _preimport, distutils_compat, numpy2, numpy_compat
+from mxcompat import distutils_compat, numpy2, numpy_compat
 
 import mxnet as mx
 
