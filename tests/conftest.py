@@ -27,6 +27,23 @@ def applicable_patches():
                  if _patching._registry[n].applies_to(MX_VERSION))
 
 
+_plain_import = []
+
+
+def plain_import_works():
+    """Whether ``import mxnet`` works here *without* mxcompat imported first.  It does not for
+    MXNet 1.6+ on NumPy >= 1.24 or Python >= 3.12 (numpy.bool, numpy.PZERO, distutils), where
+    only mxcompat's pre-import finder makes MXNet importable."""
+    if not _plain_import:
+        _plain_import.append(run_python("import mxnet").returncode == 0)
+    return _plain_import[0]
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "requires_plain_import: the test imports mxnet before (or without) mxcompat")
+
+
 def _matches(spec, version):
     for clause in spec.split(","):
         clause = clause.strip()
@@ -45,6 +62,11 @@ def _matches(spec, version):
 
 
 def pytest_runtest_setup(item):
+    if item.get_closest_marker("requires_plain_import") and not plain_import_works():
+        pytest.skip("plain `import mxnet` fails here without mxcompat imported first "
+                    "(MXNet %s on NumPy %s / Python %d.%d)" % (
+                        mx.__version__, sys.modules["numpy"].__version__, sys.version_info[0],
+                        sys.version_info[1]))
     for marker in item.iter_markers("requires_mxnet"):
         spec = marker.args[0]
         if not _matches(spec, MX_VERSION):

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 import mxcompat
-from conftest import applicable_patches
+from conftest import applicable_patches, plain_import_works
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(os.path.dirname(HERE), "examples")
@@ -115,10 +115,12 @@ def test_run_fixes_the_legacy_example_and_no_patch_turns_it_off():
     proc = mxcompat_cmd("run", "--no-patch", "labels", example)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1] == "KeyError: 'softmax_label'"
-    # Without mxcompat at all the example fails the same way.
-    plain = subprocess.run([sys.executable, example], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
-    assert plain.stderr.strip().splitlines()[-1] == "KeyError: 'softmax_label'"
+    # Without mxcompat at all the example fails the same way (where MXNet imports at all
+    # without mxcompat: not 1.6+ on NumPy >= 1.24 or Python >= 3.12).
+    if plain_import_works():
+        plain = subprocess.run([sys.executable, example], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
+        assert plain.stderr.strip().splitlines()[-1] == "KeyError: 'softmax_label'"
 
 
 def test_child_processes_inherit_the_patches(tmpdir):

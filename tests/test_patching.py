@@ -89,6 +89,7 @@ def test_mxcompat_before_mxnet(python):
     assert out == [repr(ALL), "ok"]
 
 
+@pytest.mark.requires_plain_import
 def test_mxnet_before_mxcompat(python):
     out = run(python, """
         import mxnet
@@ -115,6 +116,7 @@ def test_double_import_reload_and_patch_twice_wrap_once(python):
     assert out == [repr(ALL)]
 
 
+@pytest.mark.requires_plain_import
 def test_unpatch_restores_exact_originals_and_repatch(python):
     out = run(python, """
         import mxnet
@@ -138,6 +140,7 @@ def test_unpatch_restores_exact_originals_and_repatch(python):
     assert out == ["()", repr(ALL)]
 
 
+@pytest.mark.requires_plain_import
 def test_unpatching_a_lower_patch_keeps_the_upper_one(python):
     # labels and bare_names both wrap Module.__init__; removing the lower one must leave
     # exactly the upper one over MXNet's original.
@@ -189,6 +192,7 @@ def test_threads_patch_concurrently_and_with_the_import(python):
     assert out == [repr(ALL)]
 
 
+@pytest.mark.requires_plain_import
 def test_patch_before_mxnet_is_deferred(python):
     out = run(python, """
         import mxcompat
@@ -201,6 +205,7 @@ def test_patch_before_mxnet_is_deferred(python):
     assert out == ["()", "('labels',)"]
 
 
+@pytest.mark.requires_plain_import
 def test_env_disable_all(python):
     out = run(python, """
         import mxnet
