@@ -189,6 +189,24 @@ def _check_quantize(mx, tmp):
     return "top-1 agreement with float: %s" % proc.stdout.strip()
 
 
+@check("numpy", "NumPy names MXNet reads are there (only those NumPy lacks are added)")
+def _check_numpy(mx, tmp):
+    import numpy as np
+    from . import numpy_compat
+    lacking = numpy_compat.missing(np)
+    if lacking:
+        raise AssertionError("numpy.%s still missing" % ", numpy.".join(lacking))
+    added = numpy_compat.added()
+    # A NumPy-2 round trip through an operator parameter (NEP 51 reprs) and back.
+    shape = tuple(np.array([2, 3]))
+    got = mx.nd.zeros(shape).reshape(shape).shape
+    if got != (2, 3):
+        raise AssertionError("reshape with NumPy integers gave %r" % (got,))
+    if not added:
+        return "nothing to add on NumPy %s" % np.__version__
+    return "added to NumPy %s: %s" % (np.__version__, ", ".join(added))
+
+
 def _versions(mx):
     import numpy
     import wrapt
@@ -248,6 +266,8 @@ def _print_line(r, out):
     text = u"%s %-11s %-66s %6.2f s" % (mark, r["name"], r["title"], r["seconds"])
     if r["status"] != OK:
         text += u"\n      %s: %s" % (r["status"], r["detail"])
+    elif r["detail"]:
+        text += u"\n      %s" % r["detail"]
     out.write(text + "\n")
 
 
