@@ -88,5 +88,5 @@ class Table(object):
             lines.append("| %s | %s | %s | %s | %s | %.3fx | %s |" % (
                 row["pair"].strip(), row["a"], self._fmt(row["median_a"], row["unit"]),
                 row["b"], self._fmt(row["median_b"], row["unit"]), row["ratio"],
-                (row["target"] or "").replace("<", "&lt;")))
+                row["target"] or ""))
         return "\n".join(lines)
