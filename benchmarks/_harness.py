@@ -53,8 +53,9 @@ class Table(object):
 
     def add(self, pair, a_name, a_times, b_name, b_times, target=None, unit="s"):
         a, b = median(a_times), median(b_times)
+        ratio = (b / a) if a else (1.0 if b == a else float("nan"))
         row = {"pair": pair, "a": a_name, "b": b_name, "median_a": a, "median_b": b,
-               "ratio": (b / a) if a else float("nan"), "target": target, "unit": unit,
+               "ratio": ratio, "target": target, "unit": unit,
                "reps": len(a_times)}
         self.rows.append(row)
         print(self.format_row(row), flush=True)

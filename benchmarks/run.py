@@ -451,9 +451,10 @@ def _bench_convert(table, configs, reps):
 
             for direction, sides in (("Module->Gluon", to_gluon), ("Gluon->Module", to_module)):
                 base, copy, share, files = list(sides)
-                # Two interleavings: right after a file round trip, a copying conversion
-                # runs ~1.5x slower for a few calls (MXNet/allocator state the loads leave
-                # behind), which would blur the ratio to a plain copy.
+                # Two interleavings.  Interleaved with the file round trip, the copying
+                # conversion measured 1.5-3x slower than beside a plain copy (state the file
+                # loads leave behind; not reproducible in isolation), which would blur its
+                # ratio to the plain copy.
                 times = interleave({k: _waited(sides[k]) for k in (base, copy)}, reps,
                                    setup=_collect)
                 table.add("%s %s: copy" % (direction, model), base, times[base], copy,
