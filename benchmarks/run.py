@@ -57,7 +57,7 @@ import mxcompat  # noqa: E402
 import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ._harness import Table, interleave, median  # noqa: E402
+from ._harness import Table, interleave  # noqa: E402
 
 # (model, input side, batch); --quick uses the first only.
 FULL_CONFIGS = [("resnet18_v1", 32, 1), ("resnet18_v1", 32, 32), ("resnet18_v1", 224, 1),
