@@ -53,12 +53,15 @@ def warn(message):
 
 
 def warn_once(key, message):
-    """``warn`` unless a warning with ``key`` was already issued in this process."""
+    """``warn`` unless a warning with ``key`` was already issued in this process.
+
+    ``message`` may be a callable returning the text: it is then only built when the warning
+    is issued (for messages that cost something to compute on a hot path)."""
     with _once_lock:
         if key in _once_keys:
             return False
         _once_keys.add(key)
-    warn(message)
+    warn(message() if callable(message) else message)
     return True
 
 

@@ -261,11 +261,17 @@ def _matches(names):
 
 def _warn_unmatched(unmatched, names, owner):
     for p in unmatched:
-        close = difflib.get_close_matches(p.text(), names, n=3, cutoff=0.3)
+        # The closest names are only computed for the one warning: this runs at every
+        # update and step while the pattern matches nothing.
         warn_once(("freeze-unmatched", p.key, owner, names),
-                  "mxcompat.freeze pattern %r matches no parameter of this %s, so it freezes "
-                  "nothing here (closest parameter names: %s)"
-                  % (p.source, owner, ", ".join(map(repr, close)) if close else "none"))
+                  lambda p=p: "mxcompat.freeze pattern %r matches no parameter of this %s, so "
+                              "it freezes nothing here (closest parameter names: %s)"
+                              % (p.source, owner, _closest(p, names)))
+
+
+def _closest(p, names):
+    close = difflib.get_close_matches(p.text(), names, n=3, cutoff=0.3)
+    return ", ".join(map(repr, close)) if close else "none"
 
 
 # --- update time: MXNet's own "fixed parameter" skip ----------------------------------------
@@ -317,12 +323,13 @@ def _wrap_update_fn(wrapped, instance, args, kwargs):
 # --- Module: bind and update ------------------------------------------------------------------
 
 class _BindState(object):
-    __slots__ = ("frozen_at_bind", "skip", "warned")
+    __slots__ = ("frozen_at_bind", "skip", "warned", "checked")
 
     def __init__(self, frozen_at_bind, skip):
         self.frozen_at_bind = frozen_at_bind   # registry names bound with grad_req 'null'
         self.skip = skip                       # native fixed names bound without 'null'
         self.warned = set()
+        self.checked = None                    # registry version last checked for thaws
 
 
 _bind_states = weakref.WeakKeyDictionary()
@@ -405,6 +412,12 @@ def _wrap_module_bind(wrapped, instance, args, kwargs):
 
 
 def _warn_thawed(state):
+    # Names thaw only when the registry changes: check once per registry version, not at
+    # every update (is_frozen over every frozen name is O(names x patterns)).
+    version = _version[0]
+    if state.checked == version:
+        return
+    state.checked = version
     thawed = sorted(n for n in state.frozen_at_bind if n not in state.warned and not is_frozen(n))
     if not thawed:
         return
