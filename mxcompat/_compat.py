@@ -4,6 +4,7 @@ Each fact names the first release that behaves the new way, so code elsewhere as
 ``since(FACT)`` instead of comparing version strings.  Sources: the wheels of 1.3.1 … 1.9.1,
 read side by side (../shared/MXNET_VERSIONS.md).
 """
+import importlib
 import re
 import sys
 
@@ -94,3 +95,30 @@ def since(fact, version=None):
     """True when the imported mxnet (or ``version``) is at or after ``fact``."""
     version = version or mxnet_version()
     return version is not None and version[:len(fact)] >= fact
+
+
+def build_features():
+    """The imported mxnet's enabled build features, sorted (``mxnet.runtime``, 1.5+), or
+    ``None`` before ``RUNTIME_FEATURES``.  ``mxnet.runtime`` is imported here because
+    ``mxnet/__init__`` does not import it in 1.5."""
+    if not since(RUNTIME_FEATURES):
+        return None
+    runtime = importlib.import_module("mxnet.runtime")
+    return sorted(name for name, feature in runtime.Features().items() if feature.enabled)
+
+
+_mkldnn = []
+
+
+def has_mkldnn():
+    """Whether the imported mxnet is an MKLDNN (oneDNN) build.  Cached: a build never changes
+    within a process, and this is asked at every bind that freezes a parameter."""
+    if not _mkldnn:
+        features = build_features()
+        if features is not None:
+            _mkldnn.append("MKLDNN" in features)
+        else:
+            # Before mxnet.runtime: MKLDNN builds register their subgraph operators.
+            mx = sys.modules["mxnet"]
+            _mkldnn.append(hasattr(mx.sym._internal, "_sg_mkldnn_conv"))
+    return _mkldnn[0]

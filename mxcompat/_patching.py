@@ -16,7 +16,7 @@ from collections import OrderedDict
 import wrapt
 
 from . import _compat
-from ._log import logger, warn, warn_once
+from ._log import logger, warn_once
 
 ENV_DISABLE = "MXCOMPAT_DISABLE"
 ENV_DISABLE_PATCHES = "MXCOMPAT_DISABLE_PATCHES"

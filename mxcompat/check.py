@@ -175,8 +175,7 @@ print(agree)
 @check("quantize", "mxcompat.quantize(gluon_net) gives a uint8 module that predicts")
 def _check_quantize(mx, tmp):
     import subprocess
-    from . import quantization
-    if not quantization._has_mkldnn(mx):
+    if not _compat.has_mkldnn():
         raise Skip("quantized CPU graphs need an MKLDNN build (pip wheels from MXNet 1.7)")
     # A subprocess: some MXNet releases' quantized paths crash the interpreter.
     proc = subprocess.run([sys.executable, "-c", _QUANTIZE_PROBE], stdout=subprocess.PIPE,
@@ -215,12 +214,7 @@ def _versions(mx):
             "numpy": numpy.__version__, "wrapt": getattr(wrapt, "__version__", "?"),
             "mxnet": getattr(mx, "__version__", None) if mx else None, "mxnet_features": None}
     if mx is not None:
-        try:
-            import mxnet.runtime  # noqa: F401  (not imported by mxnet/__init__ in 1.5)
-            feats = mxnet.runtime.Features()
-            info["mxnet_features"] = sorted(k for k, f in feats.items() if f.enabled)
-        except (ImportError, AttributeError):
-            info["mxnet_features"] = None  # mxnet.runtime appeared in 1.5
+        info["mxnet_features"] = _compat.build_features()
     return info
 
 

@@ -334,24 +334,12 @@ class _BindState(object):
 
 _bind_states = weakref.WeakKeyDictionary()
 _bind_lock = threading.Lock()
-_mkldnn = []
-
-
-def _mkldnn_build():
-    if not _mkldnn:
-        try:
-            import mxnet.runtime  # noqa: F401  (not imported by mxnet/__init__ in 1.5)
-            import mxnet as mx
-            _mkldnn.append(bool(mx.runtime.Features().is_enabled("MKLDNN")))
-        except Exception:  # pylint: disable=broad-except  (no runtime module before 1.5)
-            _mkldnn.append(False)
-    return _mkldnn[0]
 
 
 def _null_would_stop_others(symbol, fixed):
     """The names in ``fixed`` whose grad_req 'null' would silently stop something else."""
     if not fixed or not (_compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS)
-                         and _mkldnn_build()):
+                         and _compat.has_mkldnn()):
         return set()
     try:
         nodes = json.loads(symbol.tojson())["nodes"]

@@ -9,18 +9,9 @@ conv + BatchNorm + pool net ("could not create a primitive descriptor iterator",
 have no CPU kernels for quantized convolution: their quantized graphs raise or crash the
 interpreter at bind, so ``quantize`` refuses them up front with the reason.
 """
-import importlib
 
 from . import _compat
 from .convert import _inference_symbol, to_module
-
-
-def _has_mkldnn(mx):
-    if _compat.since(_compat.RUNTIME_FEATURES):
-        runtime = importlib.import_module("mxnet.runtime")
-        return runtime.Features().is_enabled("MKLDNN")
-    # Before mxnet.runtime: MKLDNN builds register its subgraph operators.
-    return hasattr(mx.sym._internal, "_sg_mkldnn_conv")
 
 
 def _calib_iter(mx, calib_data, data_names):
@@ -81,7 +72,7 @@ def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8"
     aux_params = dict(aux_params)
 
     if ctx.device_type == "cpu":
-        if not (_compat.since(_compat.QUANTIZE_MODEL_MKLDNN) and _has_mkldnn(mx)):
+        if not (_compat.since(_compat.QUANTIZE_MODEL_MKLDNN) and _compat.has_mkldnn()):
             raise RuntimeError(
                 "mxcompat.quantize: MXNet %s runs quantized graphs on CPU only in a build with "
                 "MKLDNN (oneDNN) and quantize_model_mkldnn (the pip wheels from 1.7); this build "

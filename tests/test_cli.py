@@ -8,7 +8,6 @@ import textwrap
 
 import pytest
 
-import mxcompat
 from conftest import applicable_patches, plain_import_works
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -30,7 +30,7 @@ OPTIMIZERS = [
     ("rmsprop", {"learning_rate": 0.01, "wd": 0.01}),
     ("adagrad", {"learning_rate": 0.1, "wd": 0.01}),
 ]
-ONEDNN_FC = _compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS) and fz._mkldnn_build()
+ONEDNN_FC = _compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS) and _compat.has_mkldnn()
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,4 @@
 """The patch lifecycle, each permutation in a fresh interpreter (ddtrace's patch test style)."""
-import os
 import textwrap
 
 import pytest
