@@ -93,17 +93,21 @@ def unpatched():
     mxcompat.patch()
 
 
+def subprocess_env(env=None):
+    """This process's environment less mxcompat's own variables (each test sets what it
+    means to test), one OpenMP thread, plus ``env``."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MXCOMPAT_")}
+    full_env.setdefault("OMP_NUM_THREADS", "1")
+    full_env.update(env or {})
+    return full_env
+
+
 def run_python(code, env=None, timeout=180, cwd=None):
     """Run ``code`` in a fresh interpreter (this env's), returning the CompletedProcess."""
-    full_env = dict(os.environ)
-    full_env.setdefault("OMP_NUM_THREADS", "1")
-    for key in list(full_env):
-        if key.startswith("MXCOMPAT_"):
-            del full_env[key]
-    full_env.update(env or {})
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=full_env, timeout=timeout, cwd=cwd)
+                          universal_newlines=True, env=subprocess_env(env), timeout=timeout,
+                          cwd=cwd)
 
 
 @pytest.fixture

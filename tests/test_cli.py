@@ -8,23 +8,17 @@ import textwrap
 
 import pytest
 
-from conftest import applicable_patches, plain_import_works
+from conftest import applicable_patches, plain_import_works, subprocess_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(os.path.dirname(HERE), "examples")
 
 
 def mxcompat_cmd(*args, **kwargs):
-    env = dict(os.environ)
-    for key in list(env):
-        if key.startswith("MXCOMPAT_"):
-            del env[key]
-    env.setdefault("OMP_NUM_THREADS", "1")
-    env.update(kwargs.pop("env", {}))
     return subprocess.run([sys.executable, "-m", "mxcompat"] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=env, timeout=kwargs.pop("timeout", 180),
-                          **kwargs)
+                          universal_newlines=True, env=subprocess_env(kwargs.pop("env", None)),
+                          timeout=kwargs.pop("timeout", 180), **kwargs)
 
 
 def write(path, text):
