@@ -5,6 +5,7 @@ Each fact names the first release that behaves the new way, so code elsewhere as
 read side by side (../shared/MXNET_VERSIONS.md).
 """
 import importlib
+import os
 import re
 import sys
 
@@ -122,3 +123,9 @@ def has_mkldnn():
             mx = sys.modules["mxnet"]
             _mkldnn.append(hasattr(mx.sym._internal, "_sg_mkldnn_conv"))
     return _mkldnn[0]
+
+
+def onednn_enabled():
+    """Whether the imported mxnet runs oneDNN kernels: an MKLDNN build not switched off with
+    ``MXNET_MKLDNN_ENABLED=0`` (which MXNet reads from the environment, default on)."""
+    return has_mkldnn() and os.environ.get("MXNET_MKLDNN_ENABLED", "1").strip() != "0"

@@ -12,8 +12,13 @@ import textwrap
 
 import pytest
 
-import mxcompat
-from mxcompat import _compat, _log
+# mxcompat's own switches from the caller's shell (a stray MXCOMPAT_FREEZE) would change what
+# the tests test; each test sets what it means to test.
+for _name in [k for k in os.environ if k.startswith("MXCOMPAT_") and k != "MXCOMPAT_TEST_CACHE"]:
+    del os.environ[_name]
+
+import mxcompat  # noqa: E402
+from mxcompat import _compat, _log  # noqa: E402
 
 import mxnet as mx  # noqa: E402  (after mxcompat: the patches land at this import)
 
@@ -95,9 +100,11 @@ def unpatched():
 
 def subprocess_env(env=None):
     """This process's environment less mxcompat's own variables (each test sets what it
-    means to test), one OpenMP thread, plus ``env``."""
+    means to test), one OpenMP thread, tracebacks without colour (Python 3.13 colours them
+    under FORCE_COLOR), plus ``env``."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("MXCOMPAT_")}
     full_env.setdefault("OMP_NUM_THREADS", "1")
+    full_env["PYTHON_COLORS"] = "0"
     full_env.update(env or {})
     return full_env
 

@@ -1,9 +1,9 @@
 """MXNet on NumPy 1.24 … 2.x and Python 3.12/3.13: restored names, distutils, NEP 50/51.
 
 The names restored are derived from MXNet's own source (``_mxnet_numpy_uses``); numbers are
-compared bit for bit with reference outputs made by ``numpy_reference.py`` in each release's
-reference environment (its declared Python and NumPy, e.g. 1.9.1 on Python 3.11 + NumPy
-1.23.5).
+compared bit for bit with what ``numpy_reference.py`` computes, in the same run on the same
+machine, with plain MXNet in the release's reference environment (``reference_env``: e.g.
+1.9.1 on Python 3.11 + NumPy 1.23.5).
 """
 import math
 import sys
@@ -19,7 +19,8 @@ import mxnet as mx
 
 import _mxnet_numpy_uses
 import numpy_reference
-from conftest import MX_VERSION
+import reference_env
+from conftest import MX_VERSION, subprocess_env
 
 NUMPY_VERSION = tuple(int(p) for p in np.__version__.split(".")[:2])
 NUMPY2 = NUMPY_VERSION >= (2, 0)
@@ -460,12 +461,14 @@ def test_metric_seed_pickles_as_float():
 
 # --- numbers: the same as the reference environment ------------------------------------------
 
-def _reference():
-    path = numpy_reference.reference_for(mx.__version__, np.__version__)
-    if path is None:
-        pytest.skip("no reference outputs for MXNet %s in %s"
-                    % (mx.__version__, numpy_reference.REFERENCE_DIR))
-    return numpy_reference.load(path)
+@pytest.fixture(scope="module")
+def reference():
+    """Plain MXNet's results in the reference environment, computed now on this machine."""
+    try:
+        python, where = reference_env.reference_python(np.__version__)
+    except reference_env.Unavailable as e:
+        pytest.skip(str(e))
+    return where, reference_env.compute_reference(python, subprocess_env())
 
 
 def _same(a, b):
@@ -473,8 +476,9 @@ def _same(a, b):
             a.tobytes() == b.tobytes())
 
 
-def test_results_match_the_reference_environment():
-    want = _reference()
+def test_results_match_the_reference_environment(reference):
+    where, want = reference
+    want = dict(want)
     env = str(want.pop("__env__"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -484,7 +488,7 @@ def test_results_match_the_reference_environment():
     different = ["%s: %r != reference %r" % (k, got[k], want[k])
                  for k in want if k in got and not _same(got[k], want[k])]
     assert not (missing or extra or different), (
-        "NumPy %s / Python %s vs the reference (%s):\n%s" % (
-            np.__version__, sys.version.split()[0], env,
+        "NumPy %s / Python %s with mxcompat vs %s (%s):\n%s" % (
+            np.__version__, sys.version.split()[0], where, env,
             "\n".join(["missing: %s" % k for k in missing[:20]] +
                       ["extra: %s" % k for k in extra[:20]] + different[:40])))
