@@ -52,6 +52,10 @@ PARAMETER_DTYPE_PROPERTY = (1, 5)
 RUNTIME_FEATURES = (1, 5)
 # contrib.quantization.quantize_model_mkldnn exists from 1.6 (MKLDNN builds only run it).
 QUANTIZE_MODEL_MKLDNN = (1, 6)
+# Quantized CPU graphs are tested from 1.8 (uint8, the MKLDNN wheels): 1.7.0.post2's oneDNN
+# refuses some CPUs ("x2APIC is not supported" on AMD EPYC VMs) and aborts on int8 on others,
+# so whether it runs depends on the machine.
+QUANTIZED_CPU = (1, 8)
 # contrib.quantization accepts quantized_dtype='auto' from 1.5.
 QUANTIZE_AUTO_DTYPE = (1, 5)
 # Module.get_params() works on an unbound module (e.g. from Module.load) from 1.6; before, it

@@ -2,8 +2,8 @@
 
 MXNet's quantized CPU paths can kill the interpreter (1.3-1.5 segfault at bind, 1.7 aborts
 on int8), so every quantization runs in a subprocess.  Quantized CPU graphs only run in the
-MKLDNN builds; on this machine's MXNet 1.7 oneDNN also fails to read the CPU topology
-("x2APIC is not supported"), which the tests report as a skip with that reason.
+MKLDNN builds, and are tested from 1.8 (``_compat.QUANTIZED_CPU``): whether 1.7's oneDNN runs
+them depends on the CPU ("x2APIC is not supported" on AMD EPYC VMs, int8 aborts elsewhere).
 """
 import pytest
 
@@ -11,9 +11,9 @@ import mxcompat
 
 import mxnet as mx  # noqa: E402
 
-NO_MKLDNN = ("quantized CPU graphs need MKLDNN, which the pip wheels before 1.7 lack "
-             "(1.3-1.5 have no CPU kernel for quantized convolution, 1.6 is built without "
-             "MKLDNN)")
+QUANTIZED_CPU = ("quantized CPU graphs need MXNet >= 1.8 (1.3-1.5 have no CPU kernel for "
+                 "quantized convolution, 1.6 is built without MKLDNN, 1.7's oneDNN fails on "
+                 "some CPUs)")
 
 # A small CNN (conv + BN + relu + pool + conv + relu + global pool + dense), trained a few
 # steps (weights and BatchNorm statistics off their initial values), and a synthetic batch.
@@ -49,22 +49,16 @@ def agreement(qmod):
     return float((out.argmax(axis=1) == float_top1).mean())
 """
 
-X2APIC = "x2APIC is not supported"
-
-
 def run_quantized(python, body):
     proc = python(SETUP + body, check=False, timeout=150)
     output = proc.stdout + proc.stderr
-    if proc.returncode != 0 and X2APIC in output:
-        pytest.skip("MXNet %s's oneDNN cannot read this CPU's topology (%r): quantized CPU "
-                    "graphs do not run on this machine" % (mx.__version__, X2APIC))
     if proc.returncode != 0:
         pytest.fail("quantization subprocess failed (%d):\n%s" % (proc.returncode,
                                                                    output[-4000:]))
     return dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
 
 
-@pytest.mark.requires_mxnet(">=1.7", reason=NO_MKLDNN)
+@pytest.mark.requires_mxnet(">=1.8", reason=QUANTIZED_CPU)
 def test_quantize_gluon_model_uint8_naive(python):
     result = run_quantized(python, """
 before = {k: p.data().asnumpy().copy() for k, p in net.collect_params().items()}
@@ -81,7 +75,7 @@ print("SOURCE_UNCHANGED", same)
     assert result["SOURCE_UNCHANGED"] == "True"
 
 
-@pytest.mark.requires_mxnet(">=1.7", reason=NO_MKLDNN)
+@pytest.mark.requires_mxnet(">=1.8", reason=QUANTIZED_CPU)
 def test_issue_flow_to_module_then_mxnet_quantize_model(python):
     # What the issue asks to work by hand: net.to_module() -> contrib.quantization (the MKLDNN
     # variant on CPU: plain quantize_model's graph fails at forward there) -> a Module.
@@ -100,7 +94,7 @@ print("AGREE", agreement(qmod))
     assert float(result["AGREE"]) >= 0.9
 
 
-@pytest.mark.requires_mxnet(">=1.7", reason=NO_MKLDNN)
+@pytest.mark.requires_mxnet(">=1.8", reason=QUANTIZED_CPU)
 def test_quantize_module_with_softmax_head_and_tuple(python):
     # A Module-era model (SoftmaxOutput head: replaced by softmax, no label needed), given as
     # a Module, and as MXNet's own (sym, arg_params, aux_params).
