@@ -113,7 +113,24 @@ def _free_port():
 
 
 def _run_cluster(tmpdir, scenario, extra_env=None):
-    """Scheduler, one server, two workers on 127.0.0.1; returns the two workers' npz files."""
+    """Scheduler, one server, two workers on 127.0.0.1; returns the two workers' npz files.
+
+    The scheduler's port is free when picked but another process (a parallel tox env) may take
+    it before ps-lite binds it, which ps-lite reports as "bind failed": the cluster is then
+    started again on another port (3 tries)."""
+    for attempt in range(3):
+        outdir = tmpdir.mkdir("try%d" % attempt)
+        failed = _start_cluster(str(outdir), scenario, extra_env)
+        if not failed:
+            return [np.load(str(outdir.join("worker%d.npz" % r))) for r in (0, 1)]
+        logs = _logs(str(outdir))
+        if "bind failed" not in logs:
+            break
+    pytest.fail("cluster processes failed %s:\n%s" % (failed, logs))
+
+
+def _start_cluster(outdir, scenario, extra_env):
+    """Run the four processes to the end; the failed ``(role, exit code)`` pairs."""
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("MXCOMPAT_", "DMLC_", "PS_"))}
     base.update({
@@ -123,7 +140,6 @@ def _run_cluster(tmpdir, scenario, extra_env=None):
         "DMLC_NODE_HOST": "127.0.0.1",       # every node on the loopback interface
     })
     base.update(extra_env or {})
-    outdir = str(tmpdir)
     procs = []
     try:
         for i, role in enumerate(("scheduler", "server", "worker", "worker")):
@@ -134,11 +150,14 @@ def _run_cluster(tmpdir, scenario, extra_env=None):
                 [sys.executable, "-c", WORKER, scenario, outdir], env=env, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True)))
         deadline = time.time() + CLUSTER_TIMEOUT
-        for role, _, proc in procs:
-            proc.wait(timeout=max(deadline - time.time(), 0.1))
-    except subprocess.TimeoutExpired:
-        pytest.fail("the dist_sync cluster did not finish within %d s:\n%s"
-                    % (CLUSTER_TIMEOUT, _logs(outdir)))
+        # Poll: once one process has failed the others would wait for it until the deadline.
+        while any(p.poll() is None for _, _, p in procs):
+            if any(p.returncode not in (None, 0) for _, _, p in procs):
+                break
+            if time.time() > deadline:
+                pytest.fail("the dist_sync cluster did not finish within %d s:\n%s"
+                            % (CLUSTER_TIMEOUT, _logs(outdir)))
+            time.sleep(0.1)
     finally:
         for role, log, proc in procs:
             if proc.poll() is None:
@@ -148,10 +167,7 @@ def _run_cluster(tmpdir, scenario, extra_env=None):
                     pass
                 proc.wait()
             log.close()
-    failed = [(role, proc.returncode) for role, _, proc in procs if proc.returncode != 0]
-    if failed:
-        pytest.fail("cluster processes failed %s:\n%s" % (failed, _logs(outdir)))
-    return [np.load(os.path.join(outdir, "worker%d.npz" % r)) for r in (0, 1)]
+    return [(role, proc.returncode) for role, _, proc in procs if proc.returncode != 0]
 
 
 def _logs(outdir):
