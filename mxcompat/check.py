@@ -255,8 +255,18 @@ def run_checks():
     return results, _versions(mx)
 
 
+def _mark(status, out):
+    mark = _MARKS[status]
+    try:
+        mark.encode(getattr(out, "encoding", None) or "ascii")
+    except (LookupError, UnicodeEncodeError):
+        # A terminal whose encoding has no check marks (a Latin-1 locale): plain letters.
+        mark = {OK: "+", FAIL: "x", SKIP: "-"}[status]
+    return mark
+
+
 def _print_line(r, out):
-    mark = _MARKS[r["status"]]
+    mark = _mark(r["status"], out)
     text = u"%s %-11s %-66s %6.2f s" % (mark, r["name"], r["title"], r["seconds"])
     if r["status"] != OK:
         text += u"\n      %s: %s" % (r["status"], r["detail"])

@@ -214,3 +214,12 @@ def test_run_freeze_keeps_a_weight_fixed_through_fit(tmpdir):
         "fc_bias=False", "fc_weight=False", "kw=False"]
     proc = mxcompat_cmd("run", script, env={"MXCOMPAT_FREEZE": "fc_*"})
     assert proc.stdout.split() == ["fc_bias=True", "fc_weight=True", "kw=False"]
+
+
+def test_check_prints_in_a_latin1_locale():
+    # ✓/✗ cannot be written to a Latin-1 stdout: plain marks instead of a UnicodeEncodeError.
+    proc = mxcompat_cmd("check", env={"PYTHONIOENCODING": "latin-1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("+ labels"), first
+    assert re.match(r"^\d+ passed, 0 failed, \d+ skipped$", proc.stdout.strip().splitlines()[-1])
