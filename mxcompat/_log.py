@@ -21,9 +21,9 @@ _once_keys = set()
 
 
 def _internal_prefixes():
-    # Frames in mxcompat, wrapt and mxnet are skipped so the warning points at the user's
-    # line, not at a wrapper or deep inside MXNet.
-    prefixes = [_HERE]
+    # Frames in mxcompat, wrapt and mxnet (and the import machinery) are skipped so the
+    # warning points at the user's line, not at a wrapper or deep inside MXNet.
+    prefixes = [_HERE, "<frozen "]
     for name in ("wrapt", "mxnet"):
         mod = sys.modules.get(name)
         path = getattr(mod, "__file__", None)
@@ -32,14 +32,13 @@ def _internal_prefixes():
     return tuple(prefixes)
 
 
-def _user_stacklevel():
+def _user_stacklevel(prefixes):
     # Counted from warn()'s frame, which is stacklevel 1 for its warnings.warn call.
-    prefixes = _internal_prefixes()
     frame = sys._getframe(1)
     level = 1
     while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(prefixes) and not filename.startswith("<frozen"):
+        filename = frame.f_code.co_filename
+        if not (filename.startswith(prefixes) or os.path.abspath(filename).startswith(prefixes)):
             return level
         frame = frame.f_back
         level += 1
@@ -47,9 +46,17 @@ def _user_stacklevel():
 
 
 def warn(message):
-    """Issue one ``MXCompatWarning`` attributed to the user's code, and log it."""
-    logger.warning(message)
-    warnings.warn(message, MXCompatWarning, stacklevel=_user_stacklevel())
+    """Issue one ``MXCompatWarning`` attributed to the user's code.
+
+    Through ``warnings`` only: logging it as well would print it twice under
+    ``logging.basicConfig`` (and ``filterwarnings("ignore")`` would silence one of the two);
+    ``logging.captureWarnings(True)`` routes warnings to logging, the standard way."""
+    logger.debug("warning: %s", message)
+    prefixes = _internal_prefixes()
+    if sys.version_info >= (3, 12):
+        warnings.warn(message, MXCompatWarning, skip_file_prefixes=prefixes)
+    else:
+        warnings.warn(message, MXCompatWarning, stacklevel=_user_stacklevel(prefixes))
 
 
 def warn_once(key, message):
@@ -63,6 +70,12 @@ def warn_once(key, message):
         _once_keys.add(key)
     warn(message() if callable(message) else message)
     return True
+
+
+def forget(key):
+    """Let the one-time warning ``key`` be issued again."""
+    with _once_lock:
+        _once_keys.discard(key)
 
 
 def reset_once():

@@ -16,7 +16,7 @@ from collections import OrderedDict
 import wrapt
 
 from . import _compat
-from ._log import logger, warn_once
+from ._log import forget as _forget_warning, logger, warn_once
 
 ENV_DISABLE = "MXCOMPAT_DISABLE"
 ENV_DISABLE_PATCHES = "MXCOMPAT_DISABLE_PATCHES"
@@ -28,6 +28,7 @@ _lock = threading.RLock()
 _registry = OrderedDict()   # name -> Patch, in the order patches stack
 _wanted = set()             # names the user wants active
 _active = OrderedDict()     # name -> [applied target records], in stacking order
+_broken = {}                # name -> why it could not be applied (warned once, not retried)
 _hook_registered = [False]
 
 
@@ -96,6 +97,11 @@ def patch(*names):
     requested = _check_names(names)
     with _lock:
         _wanted.update(requested)
+        if names:
+            # Named explicitly: try a patch that failed before again (and warn again).
+            for name in requested:
+                if _broken.pop(name, None) is not None:
+                    _forget_warning(("patch-failed", name))
         _ensure_hook()
         _sync()
         return patched()
@@ -146,8 +152,14 @@ def _ensure_hook():
 
 
 def _on_mxnet_import(module):
-    with _lock:
-        _sync(module)
+    # Runs inside the user's `import mxnet`: nothing of ours may make that import fail.
+    try:
+        with _lock:
+            _sync(module)
+    except Exception as exc:  # pylint: disable=broad-except
+        logger.debug("mxcompat could not patch mxnet", exc_info=True)
+        warn_once("hook-failed", "mxcompat could not patch mxnet (%s: %s); mxnet is imported "
+                  "unpatched" % (type(exc).__name__, exc))
 
 
 def _ready_mxnet():
@@ -173,15 +185,37 @@ def _sync(mx=None):
                       "mxcompat supports mxnet %s; the imported mxnet is %r, so nothing is "
                       "patched" % (_compat.SUPPORTED, getattr(mx, "__version__", None)))
         return
-    desired = [n for n in _registry if n in _wanted and _registry[n].applies_to(version)]
+    desired = [n for n in _registry if n in _wanted and n not in _broken
+               and _registry[n].applies_to(version)]
     active = list(_active)
     keep = 0
     while keep < min(len(desired), len(active)) and desired[keep] == active[keep]:
         keep += 1
+    # Patches are unwound from the top; one that other code has wrapped over in a way that
+    # cannot be unwrapped from beneath pins itself and everything below it.
+    for index in range(len(active) - 1, keep - 1, -1):
+        blocker = _foreign_wrapper(active[index])
+        if blocker is not None:
+            for name in active[keep:index + 1]:
+                if name not in desired:
+                    _warn_pinned(name, active[index], blocker)
+            keep = index + 1
+            break
     for name in reversed(active[keep:]):
         _remove(name)
-    for name in desired[keep:]:
-        _apply(name)
+    for name in desired:
+        if name in _active:
+            continue
+        try:
+            _apply(name)
+        except Exception as exc:  # pylint: disable=broad-except
+            # One patch that cannot be applied (a target missing in some build, a bug of
+            # ours) must not take the others, or the user's `import mxnet`, with it.
+            _broken[name] = "%s: %s" % (type(exc).__name__, exc)
+            logger.debug("patch %s failed", name, exc_info=True)
+            warn_once(("patch-failed", name),
+                      "mxcompat's patch %r could not be applied to mxnet %s (%s), so it is off; "
+                      "the other patches are applied" % (name, mx.__version__, _broken[name]))
 
 
 def _resolve(target):
@@ -223,11 +257,12 @@ def _apply(name):
                 # would run the wrapper twice.
                 continue
             if target.wrapper is not None:
-                wrapper = wrapt.wrap_function_wrapper(parent, attr, target.wrapper)
-                wrapper._self_mxcompat_patch = name
+                installed = wrapt.wrap_function_wrapper(parent, attr, target.wrapper)
+                installed._self_mxcompat_patch = name
             else:
-                setattr(parent, attr, target.new)
-            records.append((parent, attr, owned, original))
+                installed = target.new
+                setattr(parent, attr, installed)
+            records.append((parent, attr, owned, original, installed))
     except Exception:
         _restore(records)
         raise
@@ -261,11 +296,68 @@ def _wrapped_by(obj, name):
 
 
 def _restore(records):
-    for parent, attr, owned, original in reversed(records):
+    for parent, attr, owned, original, installed in reversed(records):
+        current = vars(parent).get(attr)
+        if current is not installed:
+            # Other code wrapped over ours since (ddtrace, OpenTelemetry: wrapt proxies):
+            # take ours out from beneath theirs, so their wrapper survives.  Replaced
+            # outright (not wrapped), the attribute is theirs: leave it.
+            outer = _outer_of(current, installed)
+            if outer is not None:
+                outer.__wrapped__ = installed.__wrapped__
+            continue
         if owned:
             setattr(parent, attr, original)
         else:
             delattr(parent, attr)
+
+
+# wrapt 2 proxies (FunctionWrapper included) derive from BaseObjectProxy, wrapt 1's from
+# ObjectProxy.
+_PROXY = getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy)
+
+
+def _outer_of(obj, installed):
+    """The wrapt proxy in the chain from ``obj`` whose ``__wrapped__`` is ``installed``."""
+    while isinstance(obj, _PROXY):
+        if obj.__wrapped__ is installed:
+            return obj
+        obj = obj.__wrapped__
+    return None
+
+
+def _foreign_wrapper(name):
+    """Something other code installed over patch ``name`` that cannot be unwrapped from
+    beneath (not a wrapt proxy chain), or ``None``."""
+    for parent, attr, _, _, installed in _active[name]:
+        current = vars(parent).get(attr)
+        # Our own patches stacked above are unwound before this one is removed.
+        while current is not installed and hasattr(current, "_self_mxcompat_patch"):
+            current = current.__wrapped__
+        if (current is not installed and _outer_of(current, installed) is None
+                and _reaches(current, installed)):
+            return current
+    return None
+
+
+def _reaches(obj, installed):
+    # A wrapper made with functools.wraps names what it wraps in __wrapped__; one without
+    # it cannot be told from a replacement, and a replacement does not need us beneath it.
+    seen = 0
+    while obj is not None and seen < 100:
+        if obj is installed:
+            return True
+        obj = getattr(obj, "__wrapped__", None)
+        seen += 1
+    return False
+
+
+def _warn_pinned(name, holder, blocker):
+    warn_once(("unpatch-pinned", name),
+              "mxcompat cannot remove its patch %r: other code has wrapped over what patch %r "
+              "wraps (with %r) since mxcompat patched it, and removing mxcompat's wrapper "
+              "from beneath would drop that wrapper too, so patch %r stays applied"
+              % (name, holder, blocker, name))
 
 
 def _remove(name):

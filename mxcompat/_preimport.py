@@ -3,10 +3,11 @@
 Most fixes are patches applied after ``import mxnet`` (``_patching``).  A few cannot wait:
 MXNet 1.6+ reads ``numpy.bool``, ``numpy.PZERO``… and imports ``distutils`` while
 ``mxnet/__init__.py`` executes.  ``import mxcompat`` therefore puts this finder at the front of
-``sys.meta_path``, and does nothing else (NumPy and MXNet are not imported).  When an import
-of ``mxnet`` starts, the finder runs the pre-import actions of the patches the user wants
-(so ``MXCOMPAT_DISABLE`` / ``MXCOMPAT_DISABLE_PATCHES`` and ``mxcompat.unpatch`` switch them
-off like any patch), then steps aside: it never finds or loads a module itself.
+``sys.meta_path``, and does nothing else (NumPy and MXNet are not imported).  When an MXNet
+distribution is really being imported (its module is created from a real spec), the finder
+runs the pre-import actions of the patches the user wants (so ``MXCOMPAT_DISABLE`` /
+``MXCOMPAT_DISABLE_PATCHES`` and ``mxcompat.unpatch`` switch them off like any patch), then
+steps aside: it never loads a module itself.  Nothing happens where MXNet is not installed.
 """
 import os
 import re
@@ -35,27 +36,93 @@ def register(name, action):
 
 
 class MXNetImportFinder(object):
-    """Finds nothing; runs the pre-import actions when an import of ``mxnet`` starts."""
+    """Finds nothing of its own.  For ``mxnet`` it asks the finders behind it for the real
+    spec and hands that back with a loader that runs the pre-import actions when the module
+    is really created (``create_module``), then steps aside.  A lookup that only probes
+    (``importlib.util.find_spec("mxnet")``, a failed ``import mxnet`` where MXNet is not
+    installed) changes nothing."""
 
     _mxcompat_preimport = True   # recognised across reloads of this module
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname == "mxnet" and not getattr(_busy, "on", False):
-            _busy.on = True
-            try:
-                run_actions()
-            except Exception:  # pylint: disable=broad-except
-                # A finder must never break the import it watches.
-                logger.debug("mxcompat pre-import actions failed", exc_info=True)
-            finally:
-                _busy.on = False
-        return None
+        if fullname != "mxnet" or getattr(_busy, "on", False):
+            return None
+        _busy.on = True
+        try:
+            spec = _real_spec(self, fullname, path, target)
+            # A regular package only: a stray `mxnet` folder on sys.path (a namespace
+            # package) is not MXNet.
+            origin = getattr(spec, "origin", None) or ""
+            if (spec is not None and hasattr(spec.loader, "exec_module")
+                    and os.path.basename(origin).startswith("__init__.")):
+                spec.loader = _PreImportLoader(spec.loader)
+            return spec
+        except Exception:  # pylint: disable=broad-except
+            # A finder must never break the import it watches: the import system asks the
+            # other finders itself.
+            logger.debug("mxcompat could not look up mxnet's spec", exc_info=True)
+            return None
+        finally:
+            _busy.on = False
 
-    # Python < 3.4 style; never used by the Pythons mxcompat supports, kept for finders
-    # that call it anyway.
-    def find_module(self, fullname, path=None):
-        self.find_spec(fullname, path)
-        return None
+
+def _real_spec(me, fullname, path, target):
+    for finder in list(sys.meta_path):
+        if getattr(finder, "_mxcompat_preimport", False) or finder is me:
+            continue
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is not None:
+            spec = find_spec(fullname, path, target)
+            if spec is not None:
+                return spec
+    return None
+
+
+class _PreImportLoader(object):
+    """MXNet's own loader, with the pre-import actions run first when the module is made.
+
+    The spec gets MXNet's loader back at once, so ``mxnet.__loader__`` and
+    ``mxnet.__spec__.loader`` are MXNet's own; everything else is delegated."""
+
+    def __init__(self, loader):
+        self._loader = loader
+        self._done = False
+
+    def _prepare(self, spec):
+        if spec is not None and spec.loader is self:
+            spec.loader = self._loader
+        if not self._done:
+            self._done = True
+            _run_guarded(spec)
+
+    def create_module(self, spec):
+        self._prepare(spec)
+        create = getattr(self._loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module):
+        # Reached when another loader chains to this one (wrapt's post-import hook finder,
+        # importlib.util.LazyLoader): the module gets MXNet's loader too.
+        self._prepare(getattr(module, "__spec__", None))
+        if getattr(module, "__loader__", None) is self:
+            module.__loader__ = self._loader
+        return self._loader.exec_module(module)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+def _run_guarded(spec):
+    _busy.on = True
+    try:
+        run_actions(spec)
+    except Exception as exc:  # pylint: disable=broad-except
+        logger.debug("mxcompat pre-import actions failed", exc_info=True)
+        warn_once("preimport-failed", "mxcompat could not prepare mxnet's import (%s: %s); "
+                  "mxnet is imported without the NumPy/distutils fixes"
+                  % (type(exc).__name__, exc))
+    finally:
+        _busy.on = False
 
 
 def install():
@@ -95,8 +162,8 @@ def wanted(name, version):
     return _compat.is_supported(version) and (patch is None or patch.applies_to(version))
 
 
-def run_actions():
-    version = peek_version()
+def run_actions(spec=None):
+    version = peek_version(spec)
     with _lock:
         todo = [(n, a) for n, a in _actions.items() if wanted(n, version)]
         if todo and failed_import_leftovers():
@@ -104,21 +171,27 @@ def run_actions():
         for name, action in todo:
             try:
                 action(version)
-            except Exception:  # pylint: disable=broad-except
+            except Exception as exc:  # pylint: disable=broad-except
                 logger.debug("mxcompat pre-import action %s failed", name, exc_info=True)
+                warn_once(("preimport-failed", name),
+                          "mxcompat's patch %r could not prepare mxnet's import (%s: %s); "
+                          "mxnet may fail to import or misbehave where it needed it"
+                          % (name, type(exc).__name__, exc))
 
 
 _VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.M)
 
 
-def peek_version():
-    """The version of the mxnet that is about to be imported, without importing it.
+def peek_version(spec=None):
+    """The version of the mxnet that is about to be imported (``spec``, or the one on
+    ``sys.path``), without importing it.
 
     Every release 1.3.1 … 1.9.1 sets ``__version__ = "1.x.y"`` in ``mxnet/libinfo.py``.
     """
     try:
-        from importlib.machinery import PathFinder
-        spec = PathFinder.find_spec("mxnet")
+        if spec is None:
+            from importlib.machinery import PathFinder
+            spec = PathFinder.find_spec("mxnet")
         locations = list(getattr(spec, "submodule_search_locations", None) or [])
         for location in locations:
             path = os.path.join(location, "libinfo.py")

@@ -91,7 +91,8 @@ class _DistutilsPatch(Patch):
 
 
 # Only 1.6+ import distutils (numpy_dispatch_protocol.py); 1.3-1.5 never get the finder.
-register(_DistutilsPatch(PATCH, __doc__.split("\n\n")[0], since=_compat.NUMPY_SUBPACKAGE,
+register(_DistutilsPatch(PATCH, "distutils.version (LooseVersion, StrictVersion) for MXNet on "
+                               "Python 3.12+.", since=_compat.NUMPY_SUBPACKAGE,
                          on_apply=_on_apply, on_remove=uninstall))
 _preimport.register(PATCH, _before_mxnet)
 _preimport.install()

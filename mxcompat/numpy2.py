@@ -338,5 +338,7 @@ class _NumPy2Patch(Patch):
         return Patch.applies_to(self, version) and _numpy2()
 
 
-register(_NumPy2Patch(PATCH, __doc__.split("\n\n")[0], targets=_targets(),
+register(_NumPy2Patch(PATCH, "MXNet's Python layer on NumPy 2: NumPy 1 scalar reprs in operator "
+                            "parameters (NEP 51), NumPy 1 promotion in metric sums (NEP 50), "
+                            "tobytes for the removed ndarray.tostring.", targets=_targets(),
                       on_apply=_on_apply, on_remove=_on_remove))

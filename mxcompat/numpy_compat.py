@@ -201,6 +201,7 @@ def _on_apply():
                   "`mxcompat run`." % ", numpy.".join(late))
 
 
-register(Patch(PATCH, __doc__.split("\n\n")[0], on_apply=_on_apply, on_remove=remove))
+register(Patch(PATCH, "The NumPy names MXNet's Python code reads, back where NumPy 1.24 … 2.x "
+                      "removed them.", on_apply=_on_apply, on_remove=remove))
 _preimport.register(PATCH, _before_mxnet)
 _preimport.install()

@@ -1,9 +1,13 @@
 """The patch lifecycle, each permutation in a fresh interpreter (ddtrace's patch test style)."""
+import re
+import sys
 import textwrap
 
 import pytest
 
 import mxcompat
+
+import mxnet as mx  # noqa: E402  (after mxcompat)
 
 # Prepended to each subprocess: a map of every patched attribute to the mxcompat wrappers
 # stacked on it, outermost first.
@@ -268,3 +272,222 @@ def test_unsupported_mxnet_version_warns_once_and_patches_nothing(python, tmpdir
     assert proc.stderr.count("MXCompatWarning") == 1
     assert ("mxcompat supports mxnet >=1.3, <2; the imported mxnet is %r, so nothing is patched"
             % version) in proc.stderr
+
+
+# --- never hurts: a failing patch, foreign wrappers, -O/-OO, one message per warning ---------
+
+@pytest.mark.parametrize("how", ["missing target", "error in on_apply"])
+def test_a_patch_that_cannot_be_applied_warns_once_and_the_rest_apply(python, how):
+    # A target this build lacks (as some MXNet builds lack an attribute), or a bug of ours.
+    break_it = {
+        "missing target": """
+            from mxcompat._patching import Target
+            labels.PATCH.targets.append(Target(
+                "mxnet.module.module", "Module.no_such_method", wrapper=lambda w, i, a, k: w(*a, **k)))
+        """,
+        "error in on_apply": """
+            def on_apply():
+                raise ZeroDivisionError("a bug")
+            labels.PATCH.on_apply = on_apply
+        """,
+    }[how]
+    out = run(python, textwrap.dedent("""
+        import mxcompat
+        from mxcompat import labels
+    """) + textwrap.dedent(break_it) + textwrap.dedent("""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import mxnet
+        ours = [str(w.message) for w in caught if w.category is mxcompat.MXCompatWarning]
+        print(len(ours))
+        print(ours[0])
+        print(mxcompat.patched())
+        assert_each_once(mxcompat.patched())
+        assert all("labels" not in stack for stack in chains().values())
+        # Asked again (another patch() call): no second warning.
+        with warnings.catch_warnings(record=True) as again:
+            warnings.simplefilter("always")
+            mxcompat.patch()
+        print(len([w for w in again if w.category is mxcompat.MXCompatWarning]))
+    """))
+    reason = {"missing target": "AttributeError: mxcompat: mxnet.module.module."
+                                "Module.no_such_method not found",
+              "error in on_apply": "ZeroDivisionError: a bug"}[how]
+    assert out[0] == "1", out
+    assert out[1].startswith("mxcompat's patch 'labels' could not be applied to mxnet ")
+    assert out[1].endswith("(%s), so it is off; the other patches are applied" % reason), out[1]
+    assert out[2] == repr(tuple(n for n in ALL if n != "labels"))
+    assert out[3] == "0"
+
+
+def test_a_failing_pre_import_action_warns_and_mxnet_imports(python):
+    out = run(python, """
+        import mxcompat
+        from mxcompat import _preimport
+        def boom(version):
+            raise RuntimeError("broken pre-import step")
+        _preimport.register("labels", boom)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import mxnet
+        ours = [str(w.message) for w in caught if w.category is mxcompat.MXCompatWarning]
+        print(len(ours))
+        print(ours[0])
+        print(mxcompat.patched())
+    """)
+    assert out[0] == "1", out
+    assert out[1] == ("mxcompat's patch 'labels' could not prepare mxnet's import (RuntimeError: "
+                      "broken pre-import step); mxnet may fail to import or misbehave where it "
+                      "needed it")
+    assert out[2] == repr(ALL)
+
+
+def _reshape_owner():
+    from mxnet.module import Module
+    return Module
+
+
+def test_a_wrapt_wrapper_over_ours_survives_unpatch():
+    import wrapt
+    Module = _reshape_owner()
+    ours = vars(Module)["reshape"]
+    assert ours._self_mxcompat_patch == "labels"
+    original = ours.__wrapped__
+    calls = []
+
+    def spy(wrapped, instance, args, kwargs):
+        calls.append(args)
+        return wrapped(*args, **kwargs)
+
+    theirs = wrapt.wrap_function_wrapper(Module, "reshape", spy)
+    try:
+        mxcompat.unpatch("labels")
+        assert "labels" not in mxcompat.patched()
+        assert vars(Module)["reshape"] is theirs and theirs.__wrapped__ is original
+        mxcompat.patch("labels")
+        top = vars(Module)["reshape"]
+        assert top._self_mxcompat_patch == "labels" and top.__wrapped__ is theirs
+        sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
+        mod = mx.mod.Module(sym, label_names=None)
+        mod.bind(data_shapes=[("data", (2, 3))])
+        mod.reshape(data_shapes=[("data", (4, 3))])
+        assert len(calls) == 1 and mod.data_shapes[0].shape == (4, 3)
+    finally:
+        mxcompat.unpatch("labels")
+        Module.reshape = original
+        mxcompat.patch()
+    assert vars(Module)["reshape"].__wrapped__ is original
+
+
+def test_unpatch_refuses_when_a_plain_wrapper_holds_ours():
+    import functools
+    import warnings
+    Module = _reshape_owner()
+    ours = vars(Module)["reshape"]
+    original = ours.__wrapped__
+
+    @functools.wraps(ours)
+    def theirs(self, *args, **kwargs):
+        return ours(self, *args, **kwargs)
+
+    Module.reshape = theirs
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            mxcompat.unpatch("labels")
+            mxcompat.unpatch("labels")
+        ours_warnings = [str(w.message) for w in caught if w.category is mxcompat.MXCompatWarning]
+        assert len(ours_warnings) == 1, ours_warnings
+        assert ours_warnings[0].startswith(
+            "mxcompat cannot remove its patch 'labels': other code has wrapped over what patch "
+            "'labels' wraps (with <function Module.reshape")
+        assert ours_warnings[0].endswith("so patch 'labels' stays applied")
+        assert "labels" in mxcompat.patched() and vars(Module)["reshape"] is theirs
+    finally:
+        Module.reshape = ours
+        mxcompat.unpatch("labels")
+        assert vars(Module)["reshape"] is original
+        mxcompat.patch()
+
+
+def test_a_plain_replacement_is_left_alone_by_unpatch():
+    Module = _reshape_owner()
+    ours = vars(Module)["reshape"]
+    original = ours.__wrapped__
+
+    def replacement(self, *args, **kwargs):
+        return original(self, *args, **kwargs)
+
+    Module.reshape = replacement
+    try:
+        mxcompat.unpatch("labels")
+        assert "labels" not in mxcompat.patched() and vars(Module)["reshape"] is replacement
+    finally:
+        Module.reshape = original
+        mxcompat.patch()
+
+
+@pytest.mark.parametrize("flag", ["-O", "-OO"])
+def test_import_under_optimize_flags(flag):
+    # -OO strips docstrings: nothing of mxcompat may depend on __doc__.
+    import subprocess
+    import sys
+    from conftest import subprocess_env
+    code = ("import mxcompat; from mxcompat import _patching as P; "
+            "print(all(p.doc for p in P._registry.values()), len(P._registry))")
+    proc = subprocess.run([sys.executable, flag, "-c", code], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, env=subprocess_env(),
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", str(len(mxcompat.patch_names()))]
+    proc = subprocess.run([sys.executable, flag, "-c", "import mxcompat, mxnet; "
+                           "print(mxcompat.patched())"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, env=subprocess_env(),
+                          timeout=180)
+    if flag == "-O":
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == repr(ALL)
+    else:
+        # MXNet itself cannot be imported under -OO (every 1.x release: ndarray_doc joins the
+        # None docstrings of its doc classes); the error is MXNet's own.
+        assert proc.returncode == 1
+        assert proc.stderr.strip().splitlines()[-1] == (
+            "TypeError: sequence item 0: expected str instance, NoneType found")
+        assert "mxnet/ndarray_doc.py" in proc.stderr
+
+
+def test_one_message_per_warning_under_logging_basic_config(python):
+    code = """
+        import logging, sys, warnings
+        logging.basicConfig(level=logging.INFO)
+        import mxcompat, mxnet as mx
+        if sys.argv[-1] == "ignore":
+            warnings.filterwarnings("ignore", category=mxcompat.MXCompatWarning)
+        sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
+        mx.mod.Module(sym, data_names="data", label_names=None)
+    """
+    import subprocess
+    import sys
+    from conftest import subprocess_env
+    for mode, want in (("default", 1), ("ignore", 0)):
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code), mode],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, env=subprocess_env(), timeout=180)
+        assert proc.returncode == 0, proc.stderr
+        lines = [l for l in proc.stderr.splitlines() if "'data'" in l and "one name" in l]
+        assert len(lines) == want, (mode, proc.stderr)
+        if want:
+            # Attributed to the user's line (the Module(...) call), not to mxcompat or mxnet.
+            # (Python 3.7 names a -c program "-c", later ones "<string>".)
+            assert re.match(r"(<string>|-c):8: MXCompatWarning: ", lines[0]), lines[0]
+
+
+def test_warning_points_at_the_callers_line():
+    import warnings
+    sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mx.mod.Module(sym, data_names="data", label_names=None); line = sys._getframe().f_lineno  # noqa: E702,E501
+    ours = [w for w in caught if w.category is mxcompat.MXCompatWarning]
+    assert len(ours) == 1
+    assert (ours[0].filename, ours[0].lineno) == (__file__, line)
