@@ -261,6 +261,7 @@ def test_registry_is_thread_safe():
         t.start()
     for t in threads:
         t.join(60)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
     assert not errors
     assert sorted(mxcompat.frozen_patterns()) == sorted("keep%d" % k for k in range(8))
 

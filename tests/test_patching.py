@@ -187,6 +187,7 @@ def test_threads_patch_concurrently_and_with_the_import(python):
         threads.append(threading.Thread(target=importer))
         [t.start() for t in threads]
         [t.join(120) for t in threads]
+        assert not any(t.is_alive() for t in threads), "a thread hung"
         mxcompat.patch()
         assert not errors, errors
         assert_each_once(mxcompat.patched())
@@ -491,3 +492,45 @@ def test_warning_points_at_the_callers_line():
     ours = [w for w in caught if w.category is mxcompat.MXCompatWarning]
     assert len(ours) == 1
     assert (ours[0].filename, ours[0].lineno) == (__file__, line)
+
+
+def test_unpatch_restores_exact_originals_with_mxcompat_imported_first(python):
+    # The order that works everywhere, NumPy 2 / Python 3.12+ included, where numpy_names,
+    # numpy2 and distutils apply: MXNet's own objects are found beneath our wrappers.
+    out = run(python, """
+        import numpy, types
+        def plain(module):   # submodules imported meanwhile (numpy.random…) are not ours
+            return {k: v for k, v in vars(module).items()
+                    if not isinstance(v, types.ModuleType)}
+        numpy_before = plain(numpy)
+        import mxcompat
+        import mxnet
+        from mxcompat import _patching as P, numpy_compat
+        expected = {}
+        for name, records in P._active.items():      # lowest patch first
+            for parent, attr, owned, original, installed in records:
+                if (parent, attr) in expected:
+                    continue
+                obj = vars(parent)[attr]
+                while isinstance(obj, P._PROXY):   # down our stack to MXNet's own
+                    obj = obj.__wrapped__
+                # (an attribute mxcompat added, or one inherited, must be gone)
+                expected[(parent, attr)] = obj if owned else None
+        added = set(numpy_compat.added())
+        print(sorted(mxcompat.patched()) == sorted(P._active))
+        mxcompat.unpatch()
+        print(mxcompat.patched())
+        for (parent, attr), original in expected.items():
+            assert vars(parent).get(attr) is original, (parent, attr)
+        assert not any(hasattr(getattr(p, a, None), "_self_mxcompat_patch")
+                       for (p, a) in expected), "a wrapper of ours is left"
+        after = plain(numpy)
+        assert after.keys() == numpy_before.keys(), set(after) ^ set(numpy_before)
+        assert all(after[k] is numpy_before[k] for k in after)
+        assert not added & set(vars(numpy))
+        assert not any(getattr(f, "_mxcompat_distutils", False) for f in sys.meta_path)
+        mxcompat.patch()
+        assert_each_once(mxcompat.patched())
+        print(mxcompat.patched())
+    """)
+    assert out == ["True", "()", repr(ALL)]
