@@ -43,7 +43,7 @@ def _tiny_gluon_net(mx):
     return net
 
 
-@check("labels", "Module.load of a Gluon export binds with the iterator's labels")
+@check("labels", "Gluon export binds with labels; a wrong label name is an error")
 def _check_labels(mx, tmp):
     net = _tiny_gluon_net(mx)
     x = mx.nd.random.uniform(shape=(4, 3, 6, 6))
@@ -58,7 +58,19 @@ def _check_labels(mx, tmp):
     diff = float(abs(mod.predict(it).asnumpy() - expected).max())
     if diff > 1e-6:
         raise AssertionError("Module and Gluon differ by %g" % diff)
-    return "KeyError 'softmax_label' avoided, outputs equal"
+    # The other direction: a symbol that takes a label keeps it, so a wrong name is an error
+    # naming the right one, not silently dropped.
+    fc = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mx.mod.Module(mx.sym.SoftmaxOutput(fc, name="softmax"), label_names=("label",))
+    except ValueError as err:
+        if "whose label input is 'softmax_label'" not in str(err):
+            raise AssertionError("unexpected error for label_names=('label',): %s" % err)
+    else:
+        raise AssertionError("label_names=('label',) on a SoftmaxOutput was accepted")
+    return "KeyError 'softmax_label' avoided, outputs equal; a wrong label name is an error"
 
 
 @check("bare_names", "fixed_param_names='kw' (a bare string) fixes the one weight 'kw'")
