@@ -534,3 +534,17 @@ def test_unpatch_restores_exact_originals_with_mxcompat_imported_first(python):
         print(mxcompat.patched())
     """)
     assert out == ["True", "()", repr(ALL)]
+
+
+def test_declared_wrapt_floor():
+    import os
+    import wrapt
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml")) as f:
+        floor = re.search(r'"wrapt>=([0-9.]+)"', f.read()).group(1)
+    installed = tuple(int(p) for p in wrapt.__version__.split(".")[:2])
+    assert installed >= tuple(int(p) for p in floor.split(".")[:2])
+    # The tox env that pins the floor (py312-mxnet191-numpy126-wrapt114) says so.
+    expected = os.environ.get("EXPECT_WRAPT")
+    if expected is not None:
+        assert wrapt.__version__ == expected and expected.startswith(floor + ".")
