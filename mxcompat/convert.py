@@ -39,6 +39,7 @@ backward; ``grad_req='add'`` parameters get zeros as in Gluon.
 import contextlib
 import json
 import re
+import threading
 
 from . import _compat
 from ._patching import Patch, Target, register
@@ -155,22 +156,41 @@ def _grads_fit(param, arrays):
 
 # --- graphs -------------------------------------------------------------------------------
 
+_iter_lock = threading.Lock()
+_iter_state = {"users": 0, "saved": None}
+
+
 @contextlib.contextmanager
 def _symbols_iterate_by_index():
     """Symbol iteration by index, as from 1.5, while a SymbolBlock is built: 1.3/1.4 iterate
-    by name, and SymbolBlock.__init__ walks every internal node so (ResNet-50: ~120 ms)."""
+    by name, and SymbolBlock.__init__ walks every internal node so (ResNet-50: ~120 ms).
+
+    Counted under a lock: with two threads converting at once, the first in installs the
+    index iteration and the last out puts MXNet's own back (each saving and restoring its own
+    view could leave the class with ours for good)."""
     if _compat.since(_compat.SYMBOL_ITER_BY_INDEX):
         yield
         return
     symbol_class = _mx().sym.Symbol
-    saved = symbol_class.__dict__["__iter__"]
-    # Same items as by name wherever names are unique (and right where they are not), so a
-    # thread iterating meanwhile sees no difference.
-    symbol_class.__iter__ = lambda self: (self[i] for i in range(len(self.list_outputs())))
+    with _iter_lock:
+        if _iter_state["users"] == 0:
+            _iter_state["saved"] = symbol_class.__dict__["__iter__"]
+            # Same items as by name wherever names are unique (and right where they are
+            # not), so a thread iterating meanwhile sees no difference.
+            symbol_class.__iter__ = _iterate_by_index
+        _iter_state["users"] += 1
     try:
         yield
     finally:
-        symbol_class.__iter__ = saved
+        with _iter_lock:
+            _iter_state["users"] -= 1
+            if _iter_state["users"] == 0:
+                symbol_class.__iter__ = _iter_state.pop("saved")
+                _iter_state["saved"] = None
+
+
+def _iterate_by_index(self):
+    return (self[i] for i in range(len(self.list_outputs())))
 
 
 def _flat_symbols(out):

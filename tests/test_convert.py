@@ -5,6 +5,8 @@ source.  MXNet's MKLDNN builds fuse ops differently in an executor and a CachedO
 kernels by CPU, so sums are taken in another order: ~2e-7 absolute with AVX-512 kernels, and
 up to 3 ulp of outputs near 5 (2.4e-6) with AVX2 kernels (DNNL_MAX_CPU_ISA=AVX2).
 """
+import sys
+
 import numpy as np
 import pytest
 
@@ -710,3 +712,59 @@ def test_batchnorm_statistics_of_the_last_step_are_converted():
         mx.nd.waitall()
         for name, value in unbound_params(mod)[1].items():
             assert np.array_equal(value.asnumpy(), net.collect_params()[name].data().asnumpy())
+
+
+def test_threads_converting_at_once_leave_symbol_iteration_as_mxnet_has_it():
+    # 1.3/1.4: to_gluon swaps Symbol.__iter__ while it builds a SymbolBlock; eight threads
+    # converting at once must leave MXNet's own __iter__ behind, and each get a working net.
+    import threading
+    own = vars(mx.sym.Symbol)["__iter__"]
+    x = data()
+    net = trained_cnn(x)
+    mod = net.to_module()
+    want = net(x).asnumpy()
+    errors, outs = [], []
+    barrier = threading.Barrier(8)
+
+    def convert():
+        try:
+            barrier.wait()
+            for _ in range(5):
+                block = mod.to_gluon()
+                outs.append(block(x).asnumpy())
+        except Exception as exc:  # pylint: disable=broad-except
+            errors.append(exc)
+
+    threads = [threading.Thread(target=convert) for _ in range(8)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)   # switch threads often: overlapping conversions every run
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert not errors, errors
+    assert len(outs) == 40
+    for out in outs:
+        np.testing.assert_allclose(out, want, rtol=RTOL, atol=ATOL)
+    assert vars(mx.sym.Symbol)["__iter__"] is own
+
+
+@pytest.mark.requires_mxnet("<1.5", reason="from 1.5 symbols iterate by index; to_gluon swaps "
+                                           "nothing")
+def test_symbol_iteration_swaps_overlapping_out_of_order_restore_mxnets_own():
+    # Two conversions in two threads, the first to start ends first (what the threaded test
+    # above provokes at random): MXNet's own __iter__ must come back, not the other's copy.
+    from mxcompat import convert
+    own = vars(mx.sym.Symbol)["__iter__"]
+    first, second = convert._symbols_iterate_by_index(), convert._symbols_iterate_by_index()
+    first.__enter__()
+    second.__enter__()
+    assert vars(mx.sym.Symbol)["__iter__"] is not own
+    first.__exit__(None, None, None)
+    assert vars(mx.sym.Symbol)["__iter__"] is not own   # the second is still building
+    second.__exit__(None, None, None)
+    assert vars(mx.sym.Symbol)["__iter__"] is own
