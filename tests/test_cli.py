@@ -1,7 +1,7 @@
 """``mxcompat run`` / ``mxcompat check`` / ``python -m mxcompat``, as real commands."""
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -223,3 +223,38 @@ def test_check_prints_in_a_latin1_locale():
     first = proc.stdout.splitlines()[0]
     assert first.startswith("+ labels"), first
     assert re.match(r"^\d+ passed, 0 failed, \d+ skipped$", proc.stdout.strip().splitlines()[-1])
+
+
+# --- the bootstrap in Pythons that only inherit PYTHONPATH ------------------------------------
+
+# A user's own sitecustomize: counts its runs in this process (builtins outlive the module).
+USER_SITE = """
+import builtins
+builtins.user_site_runs = getattr(builtins, "user_site_runs", 0) + 1
+"""
+
+
+def test_run_child_python_without_mxcompat_starts_cleanly(tmpdir):
+    # Another Python that has neither mxcompat nor wrapt (a fresh venv of this interpreter's
+    # version, as another project's venv or pip's build environment would be), started by the
+    # script, inherits PYTHONPATH with the bootstrap folder.
+    other = str(tmpdir.join("other-venv"))
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", other], check=True,
+                   timeout=120)
+    other_python = os.path.join(other, "bin", "python")
+    site = tmpdir.mkdir("site")
+    write(site.join("sitecustomize.py"), USER_SITE)
+    child = ("import builtins, importlib.util; print(importlib.util.find_spec('mxcompat') is None,"
+             " getattr(builtins, 'user_site_runs', 0))")
+    script = write(tmpdir.join("spawn.py"), """
+        import json, subprocess, sys
+        proc = subprocess.run([sys.argv[1], "-c", sys.argv[2]], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True)
+        print(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
+    """)
+    proc = mxcompat_cmd("run", script, other_python, child, cwd=str(tmpdir),
+                        env={"PYTHONPATH": str(site)})
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr[-3000:]
+    # The child ran, has no mxcompat, printed no "Error in sitecustomize", and the user's
+    # sitecustomize ran in it once.
+    assert json.loads(proc.stdout) == [0, "True 1\n", ""]

@@ -6,6 +6,12 @@ import sys
 
 try:
     import mxcompat  # noqa: F401  (applies the patches; the environment carries the options)
+except ImportError:
+    # This interpreter has no mxcompat (or not its dependencies): another venv, the system
+    # Python or pip's build environment that only inherited PYTHONPATH.  Step aside silently
+    # instead of "Error in sitecustomize".  Any other error is a bug in mxcompat, shown as
+    # Python shows it.
+    pass
 finally:
     # This file shadows any sitecustomize the user's environment has: run that one too.
     _here = os.path.dirname(os.path.abspath(__file__))
