@@ -2,11 +2,14 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
 
 import pytest
+
+from mxcompat.cli import BOOTSTRAP
 
 from conftest import applicable_patches, plain_import_works, subprocess_env
 
@@ -233,6 +236,24 @@ import builtins
 builtins.user_site_runs = getattr(builtins, "user_site_runs", 0) + 1
 """
 
+# A third-party sitecustomize that chains on like ddtrace's bootstrap does: it loads the next
+# sitecustomize on sys.path, skipping only its own folder.
+CHAINING_SITE = """
+import builtins, importlib.machinery, importlib.util, os, sys
+builtins.chainer_runs = getattr(builtins, "chainer_runs", 0) + 1
+_here = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.machinery.PathFinder.find_spec(
+    "sitecustomize", [p for p in sys.path if os.path.abspath(p or os.curdir) != _here])
+if _spec is not None:
+    _module = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_module)
+"""
+
+# What a process reports: its runs of the user's sitecustomize and of the chaining one, and
+# whether mxcompat is loaded.
+REPORT = ("import builtins, json, sys; print(json.dumps([getattr(builtins, 'user_site_runs', 0),"
+          " getattr(builtins, 'chainer_runs', 0), 'mxcompat' in sys.modules]))")
+
 
 def test_run_child_python_without_mxcompat_starts_cleanly(tmpdir):
     # Another Python that has neither mxcompat nor wrapt (a fresh venv of this interpreter's
@@ -258,3 +279,50 @@ def test_run_child_python_without_mxcompat_starts_cleanly(tmpdir):
     # The child ran, has no mxcompat, printed no "Error in sitecustomize", and the user's
     # sitecustomize ran in it once.
     assert json.loads(proc.stdout) == [0, "True 1\n", ""]
+
+
+def _bootstrap_copy(tmpdir):
+    # Another venv's mxcompat bootstrap folder (same layout: .../mxcompat/_bootstrap).
+    copy = str(tmpdir.join("venv2-site", "mxcompat", "_bootstrap"))
+    shutil.copytree(BOOTSTRAP, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+@pytest.mark.parametrize("layout", [
+    "plain",                        # mxcompat run, the user's sitecustomize on PYTHONPATH
+    "another-bootstrap",            # a second mxcompat's bootstrap after ours (two venvs)
+    "another-bootstrap-first",      # ... before ours (the other venv's `mxcompat run` ran last)
+    "chaining-site",                # a ddtrace-style chaining sitecustomize after ours
+    "chaining-site-first",          # ... before ours (`ddtrace-run` inside `mxcompat run`)
+])
+def test_user_sitecustomize_runs_exactly_once(tmpdir, layout):
+    site = tmpdir.mkdir("site")
+    write(site.join("sitecustomize.py"), USER_SITE)
+    chainer = tmpdir.mkdir("chainer")
+    write(chainer.join("sitecustomize.py"), CHAINING_SITE)
+    extra = ([] if layout == "plain" else [str(chainer)] if layout.startswith("chaining")
+             else [_bootstrap_copy(tmpdir)])
+    write(tmpdir.join("report.py"), REPORT + "\n")
+    # The script reports for itself, for a plain Python child and for a nested `mxcompat run`.
+    script = write(tmpdir.join("outer.py"), """
+        import subprocess, sys
+        exec(open("report.py").read())
+        for argv in ([sys.executable, "report.py"],
+                     [sys.executable, "-m", "mxcompat", "run", "report.py"]):
+            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  universal_newlines=True)
+            sys.stdout.write(proc.stdout)
+            sys.stderr.write(proc.stderr)
+    """)
+    if layout.endswith("-first"):
+        # What the other tool's launcher leaves behind: its folder first, then ours.
+        env = {"PYTHONPATH": os.pathsep.join(extra + [BOOTSTRAP, str(site)])}
+        proc = subprocess.run([sys.executable, script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=180,
+                              cwd=str(tmpdir), env=subprocess_env(env))
+    else:
+        env = {"PYTHONPATH": os.pathsep.join(extra + [str(site)])}
+        proc = mxcompat_cmd("run", script, cwd=str(tmpdir), env=env)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr[-3000:]
+    chained = 1 if layout.startswith("chaining") else 0
+    assert [json.loads(line) for line in proc.stdout.splitlines()] == [[1, chained, True]] * 3
