@@ -1,4 +1,5 @@
-"""The ``mxcompat`` command: ``run`` a legacy script with the patches, ``check`` an install.
+"""The ``mxcompat`` command: ``run`` a legacy script with the patches, ``check`` an install,
+list the ``patches``.
 
 ``run`` works like ``ddtrace-run``: it puts a ``sitecustomize`` on ``PYTHONPATH`` and
 replaces itself with ``python [options] script.py args`` (``exec``), so argv, ``__main__``,
@@ -6,10 +7,12 @@ replaces itself with ``python [options] script.py args`` (``exec``), so argv, ``
 child process the script starts is patched too.
 """
 import argparse
+import json
 import os
+import platform
 import sys
 
-from . import _patching
+from . import __version__, _compat, _patching
 
 ENV_FREEZE = "MXCOMPAT_FREEZE"
 BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
@@ -49,7 +52,8 @@ def _parser():
         description="Keep legacy Apache MXNet 1.x code working.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=ENVIRONMENT_HELP)
-    sub = parser.add_subparsers(dest="command", metavar="{run,check}")
+    parser.add_argument("--version", action="version", version="mxcompat " + __version__)
+    sub = parser.add_subparsers(dest="command", metavar="{run,check,patches}")
     sub.required = True
 
     run = sub.add_parser(
@@ -68,6 +72,11 @@ def _parser():
 
     check = sub.add_parser("check", help="run a tiny real scenario per feature on this MXNet")
     check.add_argument("--json", action="store_true", help="print the results as JSON")
+
+    patches = sub.add_parser(
+        "patches", help="list every patch: what it fixes, whether it applies here, "
+                        "whether it is active")
+    patches.add_argument("--json", action="store_true", help="print the list as JSON")
     return parser, run
 
 
@@ -158,6 +167,62 @@ def _run(args, python, module, target, error):
     return 0  # not reached
 
 
+def _patch_table():
+    """Every patch with what it fixes, whether it applies to this MXNet, Python and NumPy,
+    and whether it is active, after importing mxnet here (as a program would)."""
+    import warnings
+    error = None
+    mx = None
+    try:
+        # MXNet 1.6+ warns about NumPy aliases at import; that is not what is asked here.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import mxnet as mx
+    except Exception as exc:  # pylint: disable=broad-except
+        error = "cannot import mxnet: %s: %s" % (type(exc).__name__, exc)
+    version = _compat.parse_version(getattr(mx, "__version__", ""))
+    supported = version is not None and _compat.is_supported(version)
+    active = _patching.patched()
+    rows = []
+    for name in _patching.names():
+        patch = _patching._registry[name]
+        rows.append({
+            "name": name,
+            "fixes": " ".join((patch.doc or "").split()),
+            # As _patching._sync decides: the supported range, then the patch's own rules
+            # (MXNet release, Python and NumPy version).
+            "applies": bool(supported and patch.applies_to(version)),
+            "active": name in active,
+        })
+    numpy = sys.modules.get("numpy")
+    versions = {"mxcompat": __version__, "mxnet": getattr(mx, "__version__", None),
+                "python": platform.python_version(),
+                "numpy": getattr(numpy, "__version__", None)}
+    return {"patches": rows, "versions": versions, "error": error}
+
+
+def _patches(as_json):
+    table = _patch_table()
+    out = sys.stdout
+    if as_json:
+        json.dump(table, out, indent=2)
+        out.write("\n")
+    else:
+        width = max(len(r["name"]) for r in table["patches"])
+        out.write("%-*s  applies  active  fixes\n" % (width, "patch"))
+        for r in table["patches"]:
+            line = "%-*s  %-7s  %-6s  %s" % (width, r["name"], "yes" if r["applies"] else "no",
+                                             "yes" if r["active"] else "no", r["fixes"])
+            out.write(line.rstrip() + "\n")   # no description under python -OO
+        v = table["versions"]
+        out.write("mxnet %s, Python %s, NumPy %s, mxcompat %s\n" % (
+            v["mxnet"] or "-", v["python"], v["numpy"] or "-", v["mxcompat"]))
+    if table["error"]:
+        sys.stderr.write("mxcompat patches: %s, so no patch applies\n" % table["error"])
+        return 1
+    return 0
+
+
 def main(argv=None):
     parser, run_parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -166,5 +231,7 @@ def main(argv=None):
         args = parser.parse_args(["run"] + own)
         return _run(args, python, module, target, run_parser.error)
     args = parser.parse_args(argv)
+    if args.command == "patches":
+        return _patches(as_json=args.json)
     from . import check
     return check.main(as_json=args.json)

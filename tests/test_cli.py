@@ -11,6 +11,7 @@ import zipfile
 import pytest
 
 import mxcompat
+from mxcompat import _patching
 from mxcompat.cli import BOOTSTRAP
 
 from conftest import applicable_patches, plain_import_works, subprocess_env
@@ -102,7 +103,7 @@ def test_help_lists_options_and_environment():
                  "MXCOMPAT_DISABLE_PATCHES", "MXCOMPAT_FREEZE"):
         assert word in out
     top = mxcompat_cmd("--help").stdout
-    assert "run" in top and "check" in top
+    assert "run" in top and "check" in top and "patches" in top and "--version" in top
 
 
 def test_run_fixes_the_legacy_example_and_no_patch_turns_it_off():
@@ -447,3 +448,64 @@ def test_run_refuses_options_it_cannot_honour(tmpdir, options, message):
     proc = mxcompat_cmd("run", *argv)
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr.splitlines()[-1] == "mxcompat run: error: " + message
+
+
+# --- --version and patches ------------------------------------------------------------------
+
+def test_version():
+    proc = mxcompat_cmd("--version")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0, "mxcompat %s\n" % mxcompat.__version__, "")
+
+
+def _expected_patches(active):
+    import mxnet
+    import numpy
+    assert mxcompat.patched() == applicable_patches()   # the test process: everything on
+    rows = [{"name": n, "fixes": " ".join(_patching._registry[n].doc.split()),
+             "applies": n in applicable_patches(), "active": n in active}
+            for n in mxcompat.patch_names()]
+    versions = {"mxcompat": mxcompat.__version__, "mxnet": mxnet.__version__,
+                "python": "%d.%d.%d" % sys.version_info[:3], "numpy": numpy.__version__}
+    return {"patches": rows, "versions": versions, "error": None}
+
+
+@pytest.mark.parametrize("disabled", ["", "labels,freeze"])
+def test_patches_lists_every_patch(disabled):
+    expected = _expected_patches([n for n in mxcompat.patched() if n not in disabled.split(",")])
+    env = {"MXCOMPAT_DISABLE_PATCHES": disabled}
+    proc = mxcompat_cmd("patches", "--json", env=env)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr[-3000:]
+    assert json.loads(proc.stdout) == expected
+
+    proc = mxcompat_cmd("patches", env=env)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    yes_no = {True: "yes", False: "no"}
+    assert lines[0].split() == ["patch", "applies", "active", "fixes"]
+    assert [line.split(None, 3) for line in lines[1:-1]] == [
+        [r["name"], yes_no[r["applies"]], yes_no[r["active"]], r["fixes"]]
+        for r in expected["patches"]]
+    # One column per field: every row's description starts where the header's "fixes" does.
+    assert {line.index(r["fixes"]) for line, r in zip(lines[1:-1], expected["patches"])} == {
+        lines[0].index("fixes")}
+    v = expected["versions"]
+    assert lines[-1] == "mxnet %s, Python %s, NumPy %s, mxcompat %s" % (
+        v["mxnet"], v["python"], v["numpy"], v["mxcompat"])
+
+
+def test_patches_without_an_importable_mxnet():
+    # A process where `import mxnet` fails: nothing applies, and the command says why.
+    code = ("import sys; sys.modules['mxnet'] = None\n"
+            "from mxcompat.cli import main; sys.exit(main(['patches', '--json']))")
+    proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=180,
+                          env=subprocess_env())
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    assert [(r["name"], r["applies"], r["active"]) for r in report["patches"]] == [
+        (n, False, False) for n in mxcompat.patch_names()]
+    assert report["versions"]["mxnet"] is None
+    assert report["error"] == ("cannot import mxnet: ModuleNotFoundError: import of mxnet "
+                               "halted; None in sys.modules")
+    assert proc.stderr == "mxcompat patches: %s, so no patch applies\n" % report["error"]
