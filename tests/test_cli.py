@@ -350,10 +350,10 @@ os._exit(0)
 '''
 
 
-def _plain_python(argv, cwd):
+def _plain_python(argv, cwd, env=None):
     return subprocess.run([sys.executable] + argv, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, timeout=180,
-                          cwd=cwd, env=subprocess_env())
+                          cwd=cwd, env=subprocess_env(env))
 
 
 @pytest.mark.parametrize("options", [
@@ -366,8 +366,9 @@ def test_run_takes_python_options_as_python_does(tmpdir, options):
     write(tmpdir.join("flags.py"), FLAGS_SCRIPT)
     # Options after the script are the script's, even ones that look like Python's or ours.
     tail = ["-u", "-O", "--freeze", "kw", "-E"]
-    proc = mxcompat_cmd("run", *(options + ["flags.py"] + tail), cwd=str(tmpdir))
-    plain = _plain_python(options + ["flags.py"] + tail, str(tmpdir))
+    env = {"PYTHONUNBUFFERED": ""}   # empty is unset: only -u may unbuffer stdout here
+    proc = mxcompat_cmd("run", *(options + ["flags.py"] + tail), cwd=str(tmpdir), env=env)
+    plain = _plain_python(options + ["flags.py"] + tail, str(tmpdir), env)
     assert (proc.returncode, plain.returncode) == (0, 0), proc.stderr[-3000:]
     ours, theirs = proc.stdout.split("\n"), plain.stdout.split("\n")
     assert json.loads(ours[0]) == dict(json.loads(theirs[0]), mxcompat=True)
