@@ -1,15 +1,18 @@
-"""The ``mxcompat`` command: ``run`` a legacy script with the patches, ``check`` an install.
+"""The ``mxcompat`` command: ``run`` a legacy script with the patches, ``check`` an install,
+list the ``patches``.
 
 ``run`` works like ``ddtrace-run``: it puts a ``sitecustomize`` on ``PYTHONPATH`` and
-replaces itself with ``python script.py args`` (``exec``), so argv, ``__main__``,
+replaces itself with ``python [options] script.py args`` (``exec``), so argv, ``__main__``,
 ``sys.path[0]``, tracebacks, exit codes and stdin/stdout are exactly Python's own, and every
 child process the script starts is patched too.
 """
 import argparse
+import json
 import os
+import platform
 import sys
 
-from . import _patching
+from . import __version__, _compat, _patching
 
 ENV_FREEZE = "MXCOMPAT_FREEZE"
 BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
@@ -20,6 +23,28 @@ ENVIRONMENT_HELP = """environment variables (read by every process that imports 
   MXCOMPAT_FREEZE=p1,p2            freeze these parameter names / globs at import
 """
 
+# Python's own one-letter options that `run` hands to the interpreter, read as Python reads
+# them: flags may be combined (-OO, -uB), -W/-X take a value, attached or next.
+PYTHON_FLAGS = "bBdiOPqsuvx"
+PYTHON_VALUED = "WX"
+# These make Python skip PYTHONPATH or the site module, which is how the patches get in.
+PYTHON_REFUSED = {
+    "E": "-E makes Python ignore PYTHONPATH",
+    "I": "-I (isolated mode) makes Python ignore PYTHONPATH",
+    "S": "-S makes Python skip the site module, which runs sitecustomize",
+}
+
+RUN_HELP = """python options (before the target; given to the interpreter as python takes them):
+  -u, -O, -OO, -B, -b, -d, -i, -q, -s, -v, -x, -P (3.11+), -W arg, -X opt
+                       e.g. mxcompat run -u -W error -X dev train.py
+  -m MODULE            run library module MODULE as a script, like python -m
+  -E, -I and -S are refused: with them Python would not load mxcompat's bootstrap.
+
+The target is a script, a directory or zip file with __main__.py, or -m MODULE;
+everything after it belongs to the script.
+
+""" + ENVIRONMENT_HELP
+
 
 def _parser():
     parser = argparse.ArgumentParser(
@@ -27,28 +52,32 @@ def _parser():
         description="Keep legacy Apache MXNet 1.x code working.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=ENVIRONMENT_HELP)
-    sub = parser.add_subparsers(dest="command", metavar="{run,check}")
+    parser.add_argument("--version", action="version", version="mxcompat " + __version__)
+    sub = parser.add_subparsers(dest="command", metavar="{run,check,patches}")
     sub.required = True
 
     run = sub.add_parser(
         "run", help="run a script (or -m module) with every mxcompat patch applied",
-        usage="mxcompat run [options] script.py [args...]\n"
-              "       mxcompat run [options] -m package.module [args...]",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=ENVIRONMENT_HELP)
+        usage="mxcompat run [--freeze PATTERN] [--no-patch NAME] [python options] "
+              "script.py|dir|zip [args...]\n"
+              "       mxcompat run [--freeze PATTERN] [--no-patch NAME] [python options] "
+              "-m package.module [args...]",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_HELP)
     run.add_argument("--freeze", action="append", default=[], metavar="PATTERN",
                      help="keep parameters matching PATTERN (a name or shell glob) fixed; "
                           "repeatable")
     run.add_argument("--no-patch", action="append", default=[], metavar="NAME",
                      help="do not apply patch NAME (one of: %s); repeatable"
                           % ", ".join(_patching.names()))
-    run.add_argument("-m", dest="module", metavar="MODULE",
-                     help="run library module MODULE as a script, like python -m")
-    run.add_argument("target", nargs="*",
-                     help="script.py and its arguments (or, with -m, the module's arguments)")
 
     check = sub.add_parser("check", help="run a tiny real scenario per feature on this MXNet")
     check.add_argument("--json", action="store_true", help="print the results as JSON")
-    return parser
+
+    patches = sub.add_parser(
+        "patches", help="list every patch: what it fixes, whether it applies here, "
+                        "whether it is active")
+    patches.add_argument("--json", action="store_true", help="print the list as JSON")
+    return parser, run
 
 
 def _append_env(env, key, values):
@@ -56,21 +85,72 @@ def _append_env(env, key, values):
     env[key] = ",".join(old + [v for v in values if v not in old])
 
 
-def _run(args, parser):
+def _split_run_argv(argv, error):
+    """``run``'s arguments as ``(own options, python options, module, target)``: ``module``
+    is the ``-m`` module (``None`` for a script) and ``target`` the script and its arguments
+    (the module's arguments with ``-m``)."""
+    # As Python reads its command line: options come first, and everything from the script
+    # name (or from -m MODULE) on belongs to the target, even --freeze or -u.
+    own, python = [], []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        i += 1
+        if token in ("--freeze", "--no-patch"):
+            own += argv[i - 1:i + 1]
+            i += 1
+        elif token.startswith(("--freeze=", "--no-patch=")) or token in ("-h", "--help"):
+            own.append(token)
+        elif token == "--":
+            return own, python, None, argv[i:]
+        elif token.startswith("--"):
+            error("unknown option %s" % token)
+        elif token.startswith("-") and token != "-":
+            j = 1
+            while j < len(token):
+                letter = token[j]
+                j += 1
+                if letter in PYTHON_FLAGS:
+                    python.append("-" + letter)
+                elif letter in PYTHON_VALUED or letter == "m":
+                    value = token[j:]
+                    if not value:
+                        if i >= len(argv):
+                            error("-%s needs an argument" % letter)
+                        value = argv[i]
+                        i += 1
+                    if letter == "m":
+                        return own, python, value, argv[i:]
+                    python += ["-" + letter, value]
+                    break
+                elif letter in PYTHON_REFUSED:
+                    error("%s, so mxcompat could not be loaded into the script; run it "
+                          "without -%s" % (PYTHON_REFUSED[letter], letter))
+                else:
+                    error("unknown option -%s (Python options run takes: -%s, -W arg, "
+                          "-X opt, -m module)" % (letter, ", -".join(PYTHON_FLAGS)))
+        else:
+            return own, python, None, argv[i - 1:]
+    return own, python, None, []
+
+
+def _run(args, python, module, target, error):
     unknown = [n for n in args.no_patch if n not in _patching.names()]
     if unknown:
-        parser.error("--no-patch: unknown patch name(s) %s; known patches: %s"
-                     % (", ".join(unknown), ", ".join(_patching.names())))
-    if args.module:
-        argv = [sys.executable, "-m", args.module] + args.target
+        error("--no-patch: unknown patch name(s) %s; known patches: %s"
+              % (", ".join(unknown), ", ".join(_patching.names())))
+    if module is not None:
+        argv = [sys.executable] + python + ["-m", module] + target
+    elif not target:
+        error("name a script, a directory or zip file with __main__.py, or -m module to run")
     else:
-        if not args.target:
-            parser.error("run: name a script (or -m module) to run")
-        script = args.target[0]
-        if not os.path.isfile(script):
+        script = target[0]
+        # A directory or zip file with __main__.py runs as with `python DIR`.
+        if not (os.path.isfile(script) or os.path.isdir(script)):
             sys.stderr.write("mxcompat run: can't open file %r: no such file\n" % script)
             return 2
-        argv = [sys.executable] + args.target
+        # "--": a script named "-x.py" is still the script, as in `mxcompat run -- -x.py`.
+        argv = [sys.executable] + python + ["--"] + target
 
     env = dict(os.environ)
     paths = [BOOTSTRAP] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
@@ -87,43 +167,71 @@ def _run(args, parser):
     return 0  # not reached
 
 
-def _split_run_argv(argv):
-    """Split ``run``'s own options from the target, as Python does: everything from the
-    script name (or from ``-m MODULE``) on belongs to the target, even ``--freeze``."""
-    own = []
-    i = 1
-    while i < len(argv):
-        token = argv[i]
-        if token in ("--freeze", "--no-patch"):
-            own += argv[i:i + 2]
-            i += 2
-        elif token.startswith(("--freeze=", "--no-patch=")) or token in ("-h", "--help"):
-            own.append(token)
-            i += 1
-        elif token == "-m":
-            own += argv[i:i + 2]
-            own.append("--")
-            return [argv[0]] + own + argv[i + 2:]
-        elif token.startswith("-m") and len(token) > 2:
-            own += ["-m", token[2:], "--"]
-            return [argv[0]] + own + argv[i + 1:]
-        elif token == "--":
-            i += 1
-            break
-        else:
-            break
-    return [argv[0]] + own + ["--"] + argv[i:]
+def _patch_table():
+    """Every patch with what it fixes, whether it applies to this MXNet, Python and NumPy,
+    and whether it is active, after importing mxnet here (as a program would)."""
+    import warnings
+    error = None
+    mx = None
+    try:
+        # MXNet 1.6+ warns about NumPy aliases at import; that is not what is asked here.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import mxnet as mx
+    except Exception as exc:  # pylint: disable=broad-except
+        error = "cannot import mxnet: %s: %s" % (type(exc).__name__, exc)
+    version = _compat.parse_version(getattr(mx, "__version__", ""))
+    supported = version is not None and _compat.is_supported(version)
+    active = _patching.patched()
+    rows = []
+    for name in _patching.names():
+        patch = _patching._registry[name]
+        rows.append({
+            "name": name,
+            "fixes": " ".join((patch.doc or "").split()),
+            # As _patching._sync decides: the supported range, then the patch's own rules
+            # (MXNet release, Python and NumPy version).
+            "applies": bool(supported and patch.applies_to(version)),
+            "active": name in active,
+        })
+    numpy = sys.modules.get("numpy")
+    versions = {"mxcompat": __version__, "mxnet": getattr(mx, "__version__", None),
+                "python": platform.python_version(),
+                "numpy": getattr(numpy, "__version__", None)}
+    return {"patches": rows, "versions": versions, "error": error}
+
+
+def _patches(as_json):
+    table = _patch_table()
+    out = sys.stdout
+    if as_json:
+        json.dump(table, out, indent=2)
+        out.write("\n")
+    else:
+        width = max(len(r["name"]) for r in table["patches"])
+        out.write("%-*s  applies  active  fixes\n" % (width, "patch"))
+        for r in table["patches"]:
+            line = "%-*s  %-7s  %-6s  %s" % (width, r["name"], "yes" if r["applies"] else "no",
+                                             "yes" if r["active"] else "no", r["fixes"])
+            out.write(line.rstrip() + "\n")   # no description under python -OO
+        v = table["versions"]
+        out.write("mxnet %s, Python %s, NumPy %s, mxcompat %s\n" % (
+            v["mxnet"] or "-", v["python"], v["numpy"] or "-", v["mxcompat"]))
+    if table["error"]:
+        sys.stderr.write("mxcompat patches: %s, so no patch applies\n" % table["error"])
+        return 1
+    return 0
 
 
 def main(argv=None):
-    parser = _parser()
+    parser, run_parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
-        argv = _split_run_argv(argv)
+        own, python, module, target = _split_run_argv(argv[1:], run_parser.error)
+        args = parser.parse_args(["run"] + own)
+        return _run(args, python, module, target, run_parser.error)
     args = parser.parse_args(argv)
-    if getattr(args, "target", None) and args.target[:1] == ["--"]:
-        args.target = args.target[1:]
-    if args.command == "run":
-        return _run(args, parser)
+    if args.command == "patches":
+        return _patches(as_json=args.json)
     from . import check
     return check.main(as_json=args.json)

@@ -1,12 +1,18 @@
 """``mxcompat run`` / ``mxcompat check`` / ``python -m mxcompat``, as real commands."""
 import json
-import re
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 
 import pytest
+
+import mxcompat
+from mxcompat import _patching
+from mxcompat.cli import BOOTSTRAP
 
 from conftest import applicable_patches, plain_import_works, subprocess_env
 
@@ -97,7 +103,7 @@ def test_help_lists_options_and_environment():
                  "MXCOMPAT_DISABLE_PATCHES", "MXCOMPAT_FREEZE"):
         assert word in out
     top = mxcompat_cmd("--help").stdout
-    assert "run" in top and "check" in top
+    assert "run" in top and "check" in top and "patches" in top and "--version" in top
 
 
 def test_run_fixes_the_legacy_example_and_no_patch_turns_it_off():
@@ -223,3 +229,284 @@ def test_check_prints_in_a_latin1_locale():
     first = proc.stdout.splitlines()[0]
     assert first.startswith("+ labels"), first
     assert re.match(r"^\d+ passed, 0 failed, \d+ skipped$", proc.stdout.strip().splitlines()[-1])
+
+
+# --- the bootstrap in Pythons that only inherit PYTHONPATH ------------------------------------
+
+# A user's own sitecustomize: counts its runs in this process (builtins outlive the module).
+USER_SITE = """
+import builtins
+builtins.user_site_runs = getattr(builtins, "user_site_runs", 0) + 1
+"""
+
+# A third-party sitecustomize that chains on like ddtrace's bootstrap does: it loads the next
+# sitecustomize on sys.path, skipping only its own folder.
+CHAINING_SITE = """
+import builtins, importlib.machinery, importlib.util, os, sys
+builtins.chainer_runs = getattr(builtins, "chainer_runs", 0) + 1
+_here = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.machinery.PathFinder.find_spec(
+    "sitecustomize", [p for p in sys.path if os.path.abspath(p or os.curdir) != _here])
+if _spec is not None:
+    _module = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_module)
+"""
+
+# What a process reports: its runs of the user's sitecustomize and of the chaining one, and
+# whether mxcompat is loaded.
+REPORT = ("import builtins, json, sys; print(json.dumps([getattr(builtins, 'user_site_runs', 0),"
+          " getattr(builtins, 'chainer_runs', 0), 'mxcompat' in sys.modules]))")
+
+
+def test_run_child_python_without_mxcompat_starts_cleanly(tmpdir):
+    # Another Python that has neither mxcompat nor wrapt (a fresh venv of this interpreter's
+    # version, as another project's venv or pip's build environment would be), started by the
+    # script, inherits PYTHONPATH with the bootstrap folder.
+    other = str(tmpdir.join("other-venv"))
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", other], check=True,
+                   timeout=120)
+    other_python = os.path.join(other, "bin", "python")
+    site = tmpdir.mkdir("site")
+    write(site.join("sitecustomize.py"), USER_SITE)
+    child = ("import builtins, importlib.util; print(importlib.util.find_spec('mxcompat') is None,"
+             " getattr(builtins, 'user_site_runs', 0))")
+    script = write(tmpdir.join("spawn.py"), """
+        import json, subprocess, sys
+        proc = subprocess.run([sys.argv[1], "-c", sys.argv[2]], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True)
+        print(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
+    """)
+    proc = mxcompat_cmd("run", script, other_python, child, cwd=str(tmpdir),
+                        env={"PYTHONPATH": str(site)})
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr[-3000:]
+    # The child ran, has no mxcompat, printed no "Error in sitecustomize", and the user's
+    # sitecustomize ran in it once.
+    assert json.loads(proc.stdout) == [0, "True 1\n", ""]
+
+
+def _bootstrap_copy(tmpdir):
+    # Another venv's mxcompat bootstrap folder (same layout: .../mxcompat/_bootstrap).
+    copy = str(tmpdir.join("venv2-site", "mxcompat", "_bootstrap"))
+    shutil.copytree(BOOTSTRAP, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+@pytest.mark.parametrize("layout", [
+    "plain",                        # mxcompat run, the user's sitecustomize on PYTHONPATH
+    "another-bootstrap",            # a second mxcompat's bootstrap after ours (two venvs)
+    "another-bootstrap-first",      # ... before ours (the other venv's `mxcompat run` ran last)
+    "chaining-site",                # a ddtrace-style chaining sitecustomize after ours
+    "chaining-site-first",          # ... before ours (`ddtrace-run` inside `mxcompat run`)
+])
+def test_user_sitecustomize_runs_exactly_once(tmpdir, layout):
+    site = tmpdir.mkdir("site")
+    write(site.join("sitecustomize.py"), USER_SITE)
+    chainer = tmpdir.mkdir("chainer")
+    write(chainer.join("sitecustomize.py"), CHAINING_SITE)
+    extra = ([] if layout == "plain" else [str(chainer)] if layout.startswith("chaining")
+             else [_bootstrap_copy(tmpdir)])
+    write(tmpdir.join("report.py"), REPORT + "\n")
+    # The script reports for itself, for a plain Python child and for a nested `mxcompat run`.
+    script = write(tmpdir.join("outer.py"), """
+        import subprocess, sys
+        exec(open("report.py").read())
+        for argv in ([sys.executable, "report.py"],
+                     [sys.executable, "-m", "mxcompat", "run", "report.py"]):
+            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  universal_newlines=True)
+            sys.stdout.write(proc.stdout)
+            sys.stderr.write(proc.stderr)
+    """)
+    if layout.endswith("-first"):
+        # What the other tool's launcher leaves behind: its folder first, then ours.
+        env = {"PYTHONPATH": os.pathsep.join(extra + [BOOTSTRAP, str(site)])}
+        proc = subprocess.run([sys.executable, script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=180,
+                              cwd=str(tmpdir), env=subprocess_env(env))
+    else:
+        env = {"PYTHONPATH": os.pathsep.join(extra + [str(site)])}
+        proc = mxcompat_cmd("run", script, cwd=str(tmpdir), env=env)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr[-3000:]
+    chained = 1 if layout.startswith("chaining") else 0
+    assert [json.loads(line) for line in proc.stdout.splitlines()] == [[1, chained, True]] * 3
+
+
+# --- Python's own options, directory and zip targets ------------------------------------------
+
+FLAGS_SCRIPT = '''"""the script's docstring"""
+import json, os, sys, warnings
+state = {"argv": sys.argv, "optimize": sys.flags.optimize, "dev_mode": sys.flags.dev_mode,
+         "warnoptions": sys.warnoptions, "xoptions": sys._xoptions, "debug": __debug__,
+         "doc": __doc__, "mxcompat": "mxcompat" in sys.modules}
+try:
+    warnings.warn("from the script", UserWarning)
+    state["warning"] = "returned"
+except UserWarning:
+    state["warning"] = "raised"
+print(json.dumps(state, sort_keys=True))
+sys.stdout.flush()
+sys.stdout.write("unbuffered")   # survives os._exit only when stdout is unbuffered (-u)
+os._exit(0)
+'''
+
+
+def _plain_python(argv, cwd, env=None):
+    return subprocess.run([sys.executable] + argv, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=180,
+                          cwd=cwd, env=subprocess_env(env))
+
+
+@pytest.mark.parametrize("options", [
+    ["-u", "-W", "error", "-X", "dev"],
+    ["-uWerror", "-Xdev"],
+    ["-O", "-B"],
+    ["-W", "ignore::UserWarning", "-v"],
+], ids=" ".join)
+def test_run_takes_python_options_as_python_does(tmpdir, options):
+    write(tmpdir.join("flags.py"), FLAGS_SCRIPT)
+    # Options after the script are the script's, even ones that look like Python's or ours.
+    tail = ["-u", "-O", "--freeze", "kw", "-E"]
+    env = {"PYTHONUNBUFFERED": ""}   # empty is unset: only -u may unbuffer stdout here
+    proc = mxcompat_cmd("run", *(options + ["flags.py"] + tail), cwd=str(tmpdir), env=env)
+    plain = _plain_python(options + ["flags.py"] + tail, str(tmpdir), env)
+    assert (proc.returncode, plain.returncode) == (0, 0), proc.stderr[-3000:]
+    ours, theirs = proc.stdout.split("\n"), plain.stdout.split("\n")
+    assert json.loads(ours[0]) == dict(json.loads(theirs[0]), mxcompat=True)
+    assert json.loads(ours[0])["argv"] == ["flags.py"] + tail
+    assert ours[1:] == theirs[1:]
+    assert ("unbuffered" in ours[1]) == ("-u" in options or "-uWerror" in options)
+    assert "Error in sitecustomize" not in proc.stderr
+    if "-v" not in options:   # -v logs every import to stderr, ours too
+        assert proc.stderr == plain.stderr
+
+
+def test_run_optimized_applies_the_patches(tmpdir):
+    script = write(tmpdir.join("opt.py"), """
+        import sys
+        import mxnet, mxcompat
+        print(sys.flags.optimize, mxcompat.patched())
+    """)
+    proc = mxcompat_cmd("run", "-O", script)
+    assert (proc.returncode, proc.stdout) == (0, "1 %r\n" % (applicable_patches(),)), \
+        proc.stderr[-3000:]
+
+
+def test_run_OO_loads_mxcompat(tmpdir):
+    # -OO removes docstrings.  Nothing in the command or the bootstrap reads one; this test
+    # also needs the patch modules to stop reading theirs (numpy2.py, numpy_compat.py and
+    # distutils_compat.py call __doc__.split(...) at import; being fixed separately): until
+    # then `import mxcompat` fails under -OO with "AttributeError: 'NoneType' object has no
+    # attribute 'split'", shown as "Error in sitecustomize", and this test fails.
+    # The script does not import mxnet: MXNet 1.x itself cannot be imported under -OO
+    # (mxnet/ndarray_doc.py joins docstrings: "TypeError: sequence item 0: expected str
+    # instance, NoneType found"), with or without mxcompat.
+    script = write(tmpdir.join("opt.py"), """
+        \"\"\"the script's docstring\"\"\"
+        import sys
+        print(sys.flags.optimize, __doc__, "mxcompat" in sys.modules)
+        print(sys.modules["mxcompat"].patch_names() == %r)
+    """ % (mxcompat.patch_names(),))
+    proc = mxcompat_cmd("run", "-OO", script)
+    assert "Error in sitecustomize" not in proc.stderr, proc.stderr[-3000:]
+    assert (proc.returncode, proc.stdout) == (0, "2 None True\nTrue\n"), proc.stderr[-3000:]
+
+
+def test_run_directory_zip_and_dash_named_targets_like_python(tmpdir):
+    main = """
+        import json, sys
+        print(json.dumps([sys.argv, sys.path[0], __name__, "mxcompat" in sys.modules]))
+    """
+    app = tmpdir.mkdir("app")
+    write(app.join("__main__.py"), main)
+    with zipfile.ZipFile(str(tmpdir.join("app.zip")), "w") as z:
+        z.writestr("__main__.py", textwrap.dedent(main))
+    write(tmpdir.join("-dash.py"), main)
+    for target in (["app"], ["app.zip"], ["--", "-dash.py"]):
+        proc = mxcompat_cmd("run", *(target + ["x", "-u"]), cwd=str(tmpdir))
+        plain = _plain_python(target + ["x", "-u"], str(tmpdir))
+        assert (proc.returncode, proc.stderr) == (0, ""), (target, proc.stderr[-3000:])
+        argv, path0, name, loaded = json.loads(proc.stdout)
+        assert [argv, path0, name, loaded] == json.loads(plain.stdout)[:3] + [True]
+        assert (argv, name) == ([target[-1], "x", "-u"], "__main__")
+
+
+@pytest.mark.parametrize("options, message", [
+    (["-E"], "-E makes Python ignore PYTHONPATH, so mxcompat could not be loaded into the "
+             "script; run it without -E"),
+    (["-uI"], "-I (isolated mode) makes Python ignore PYTHONPATH, so mxcompat could not be "
+              "loaded into the script; run it without -I"),
+    (["-S"], "-S makes Python skip the site module, which runs sitecustomize, so mxcompat "
+             "could not be loaded into the script; run it without -S"),
+    (["-c", "print(1)"], "unknown option -c (Python options run takes: -b, -B, -d, -i, -O, "
+                         "-P, -q, -s, -u, -v, -x, -W arg, -X opt, -m module)"),
+    (["--verbose"], "unknown option --verbose"),
+    (["-u", "-W"], "-W needs an argument"),
+    (["-u"], "name a script, a directory or zip file with __main__.py, or -m module to run"),
+], ids=lambda value: " ".join(value) if isinstance(value, list) else "")
+def test_run_refuses_options_it_cannot_honour(tmpdir, options, message):
+    script = write(tmpdir.join("a.py"), "print('ran')\n")
+    argv = options + ([script] if options not in (["-u", "-W"], ["-u"]) else [])
+    proc = mxcompat_cmd("run", *argv)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines()[-1] == "mxcompat run: error: " + message
+
+
+# --- --version and patches ------------------------------------------------------------------
+
+def test_version():
+    proc = mxcompat_cmd("--version")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0, "mxcompat %s\n" % mxcompat.__version__, "")
+
+
+def _expected_patches(active):
+    import mxnet
+    import numpy
+    assert mxcompat.patched() == applicable_patches()   # the test process: everything on
+    rows = [{"name": n, "fixes": " ".join(_patching._registry[n].doc.split()),
+             "applies": n in applicable_patches(), "active": n in active}
+            for n in mxcompat.patch_names()]
+    versions = {"mxcompat": mxcompat.__version__, "mxnet": mxnet.__version__,
+                "python": "%d.%d.%d" % sys.version_info[:3], "numpy": numpy.__version__}
+    return {"patches": rows, "versions": versions, "error": None}
+
+
+@pytest.mark.parametrize("disabled", ["", "labels,freeze"])
+def test_patches_lists_every_patch(disabled):
+    expected = _expected_patches([n for n in mxcompat.patched() if n not in disabled.split(",")])
+    env = {"MXCOMPAT_DISABLE_PATCHES": disabled}
+    proc = mxcompat_cmd("patches", "--json", env=env)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr[-3000:]
+    assert json.loads(proc.stdout) == expected
+
+    proc = mxcompat_cmd("patches", env=env)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    yes_no = {True: "yes", False: "no"}
+    assert lines[0].split() == ["patch", "applies", "active", "fixes"]
+    assert [line.split(None, 3) for line in lines[1:-1]] == [
+        [r["name"], yes_no[r["applies"]], yes_no[r["active"]], r["fixes"]]
+        for r in expected["patches"]]
+    # One column per field: every row's description starts where the header's "fixes" does.
+    assert {line.index(r["fixes"]) for line, r in zip(lines[1:-1], expected["patches"])} == {
+        lines[0].index("fixes")}
+    v = expected["versions"]
+    assert lines[-1] == "mxnet %s, Python %s, NumPy %s, mxcompat %s" % (
+        v["mxnet"], v["python"], v["numpy"], v["mxcompat"])
+
+
+def test_patches_without_an_importable_mxnet():
+    # A process where `import mxnet` fails: nothing applies, and the command says why.
+    code = ("import sys; sys.modules['mxnet'] = None\n"
+            "from mxcompat.cli import main; sys.exit(main(['patches', '--json']))")
+    proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=180,
+                          env=subprocess_env())
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    assert [(r["name"], r["applies"], r["active"]) for r in report["patches"]] == [
+        (n, False, False) for n in mxcompat.patch_names()]
+    assert report["versions"]["mxnet"] is None
+    assert report["error"] == ("cannot import mxnet: ModuleNotFoundError: import of mxnet "
+                               "halted; None in sys.modules")
+    assert proc.stderr == "mxcompat patches: %s, so no patch applies\n" % report["error"]
