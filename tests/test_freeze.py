@@ -16,7 +16,8 @@ import pytest
 import mxcompat
 import mxnet as mx
 from mxnet import autograd, gluon
-from mxcompat import _compat
+
+from conftest import ONEDNN_FC, ONEDNN_FC_RUNS
 
 fz = importlib.import_module("mxcompat.freeze")
 
@@ -30,10 +31,6 @@ OPTIMIZERS = [
     ("rmsprop", {"learning_rate": 0.01, "wd": 0.01}),
     ("adagrad", {"learning_rate": 0.1, "wd": 0.01}),
 ]
-# freeze keeps an FC weight's gradient on every MKLDNN build (ONEDNN_FC); MXNet itself stops
-# the bias only where oneDNN kernels really run (not with MXNET_MKLDNN_ENABLED=0).
-ONEDNN_FC = _compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS) and _compat.has_mkldnn()
-ONEDNN_FC_RUNS = ONEDNN_FC and _compat.onednn_enabled()
 
 
 @pytest.fixture(autouse=True)
