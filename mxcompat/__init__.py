@@ -11,6 +11,8 @@ from ._patching import names as patch_names, patch, patched, unpatch
 # Each import registers one patch; the order here is the order patches stack in.
 from . import bare_names as _bare_names  # noqa: E402  (registers "bare_names")
 from . import labels as _labels  # noqa: E402  (registers "labels")
+# Below freeze: its Module.bind sees the registry's names among the fixed ones.
+from . import onednn_fc_bias as _onednn_fc_bias  # noqa: E402  (registers "onednn_fc_bias")
 from .freeze import (freeze, frozen, frozen_patterns, frozen_report,  # noqa: E402
                      is_frozen, unfreeze)  # (registers "freeze")
 from .convert import to_gluon, to_module  # noqa: E402  (registers "convert")

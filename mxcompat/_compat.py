@@ -43,7 +43,8 @@ MKLDNN_WHEELS = (1, 7)
 # 'null' (native fixed_param_names=['fc1_weight'] also stops fc1_bias) in the oneDNN builds from
 # 1.7 (verified on the 1.7.0.post2, 1.8.0.post0 and 1.9.1 wheels; the 1.5.1 and 1.6.0 wheels,
 # built without MKLDNN, train the bias; data gradients and Convolution, Deconvolution,
-# BatchNorm and LayerNorm are not affected).
+# BatchNorm and LayerNorm are not affected).  CPU executors only (oneDNN kernels); Gluon's
+# weight.grad_req = 'null' stops a Dense bias the same way (checked on 1.7.0.post2 and 1.9.1).
 ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS = (1, 7)
 # gluon.Parameter.dtype is a property whose setter casts the data from 1.5; before, a plain
 # attribute (convert.py records a dtype without casting).

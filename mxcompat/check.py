@@ -152,6 +152,34 @@ def _check_freeze(mx, tmp):
     return "frozen on: " + "; ".join(paths)
 
 
+@check("onednn_fc_bias", "fixed_param_names=['fc_weight']: the weight stays, fc_bias trains")
+def _check_onednn_fc_bias(mx, tmp):
+    import numpy as np
+    if not _compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS):
+        raise Skip("oneDNN FullyConnected kernels are only in the MKLDNN wheels from MXNet 1.7; "
+                   "a fixed FC weight does not stop its bias here")
+    if not _compat.has_mkldnn():
+        raise Skip("this MXNet build has no MKLDNN (oneDNN); a fixed FC weight does not stop "
+                   "its bias here")
+    fc = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc")
+    mod = mx.mod.Module(mx.sym.MakeLoss(mx.sym.sum(fc * fc)), label_names=None,
+                        fixed_param_names=["fc_weight"])
+    mod.bind(data_shapes=[("data", (2, 4))])
+    mod.init_params(mx.init.Uniform(0.5))
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.01, "momentum": 0.9, "wd": 0.1})
+    before = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+    batch = mx.io.DataBatch([mx.nd.ones((2, 4))], [])
+    for _ in range(3):
+        mod.forward_backward(batch)
+        mod.update()
+    after = mod.get_params()[0]
+    moved = {k: not np.array_equal(before[k], after[k].asnumpy()) for k in before}
+    if moved != {"fc_weight": False, "fc_bias": True}:
+        raise AssertionError("moved %r, expected only fc_bias (plain MXNet with oneDNN keeps "
+                             "fc_bias fixed too)" % moved)
+    return "fc_weight bit for bit, fc_bias trained (plain MXNet with oneDNN: fc_bias stays fixed)"
+
+
 @check("convert", "Gluon -> to_module() -> to_gluon() round trip, equal outputs")
 def _check_convert(mx, tmp):
     import mxcompat
@@ -279,7 +307,8 @@ def _mark(status, out):
 
 def _print_line(r, out):
     mark = _mark(r["status"], out)
-    text = u"%s %-11s %-66s %6.2f s" % (mark, r["name"], r["title"], r["seconds"])
+    width = max(len(name) for name, _, _ in _checks)
+    text = u"%s %-*s %-66s %6.2f s" % (mark, width, r["name"], r["title"], r["seconds"])
     if r["status"] != OK:
         text += u"\n      %s: %s" % (r["status"], r["detail"])
     elif r["detail"]:

@@ -30,11 +30,15 @@ In the last two cases a frozen parameter can still get a gradient buffer: the up
 below keeps it frozen all the same.  One exception, because frozen means what the user froze
 and nothing more: on the oneDNN (MKLDNN) builds from MXNet 1.7, FullyConnected's backward skips
 the *bias* gradient when the weight's ``grad_req`` is ``'null'`` (``_compat.
-ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS``), so a frozen FC weight whose bias trains keeps its gradient
-buffer and is frozen by the update skip instead.  The same holds for such a weight in the
-user's own ``fixed_param_names``: mxcompat does not let it stop the bias.  (This holds
-whatever ``MXNET_MKLDNN_ENABLED`` says: MXNet reads it once, and the update skip is exact
-either way, at the cost of one weight gradient.)
+ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS``), so on a Module with a CPU context a frozen FC weight whose
+bias gets a gradient keeps its gradient buffer and is frozen by the update skip instead (the
+rule is ``onednn_fc_bias.null_would_stop_bias``; a bias frozen too but given a gradient by a
+``grad_req`` dict counts, so it trains correctly once unfrozen).  freeze does this whether or
+not the ``onednn_fc_bias`` patch is active: that patch is about MXNet's own
+``fixed_param_names``, whose plain-MXNet behaviour it can give back; the registry has no such
+behaviour to give back, and stopping a bias nobody froze would be a silent wrong result.
+(On MKLDNN builds this holds whatever ``MXNET_MKLDNN_ENABLED`` says: MXNet reads it once, and
+the update skip is exact either way, at the cost of one weight gradient.)
 
 Frozen after bind, or after ``init_optimizer``: ``model._update_params`` and
 ``_update_params_on_kvstore`` (patched in ``mxnet.model`` and in ``mxnet.module.module``, which
@@ -62,15 +66,14 @@ or a Block, and prints like sockeye's parameter log.
 import contextlib
 import difflib
 import fnmatch
-import json
 import os
 import pprint
 import re
 import threading
 import weakref
 
-from . import _compat
 from ._log import warn, warn_once
+from .onednn_fc_bias import null_would_stop_bias, registry_bind
 from ._patching import Patch, Target, register
 from ._util import bind_arguments
 
@@ -276,11 +279,7 @@ def _closest(p, names):
 
 # --- update time: MXNet's own "fixed parameter" skip ----------------------------------------
 
-_local = threading.local()   # .skip: native fixed names kept off 'null'; .depth: nesting
-
-
-def _skip_extra():
-    return getattr(_local, "skip", None)
+_local = threading.local()   # .depth: nesting of container updates
 
 
 def _masked_grads(names, grads):
@@ -288,16 +287,14 @@ def _masked_grads(names, grads):
     nothing is to be skipped."""
     if names is None or grads is None:
         return None
-    names = tuple(names)
-    found = _matches(names)
-    extra = _skip_extra()
-    if found is None and not extra:
+    found = _matches(tuple(names))
+    if found is None:
         return None
-    mask = found[0] if found is not None else (False,) * len(names)
+    mask = found[0]
     out = list(grads)
     changed = False
-    for i, name in enumerate(names[:len(out)]):
-        if mask[i] or (extra and name in extra):
+    for i in range(min(len(mask), len(out))):
+        if mask[i]:
             grad_list = out[i]
             if grad_list is not None and len(grad_list) and grad_list[0] is not None:
                 # Same length: MXNet tests grad_list[0] and zips it with the weights.
@@ -309,7 +306,7 @@ def _masked_grads(names, grads):
 def _wrap_update_fn(wrapped, instance, args, kwargs):
     # _update_params(param_arrays, grad_arrays, updater, num_device, kvstore, param_names),
     # _update_params_on_kvstore(_nccl)(param_arrays, grad_arrays, kvstore, param_names).
-    if not _patterns and not _skip_extra():
+    if not _patterns:
         return wrapped(*args, **kwargs)
     bound = bind_arguments(wrapped, args, kwargs)
     masked = _masked_grads(bound.arguments.get("param_names"),
@@ -323,40 +320,16 @@ def _wrap_update_fn(wrapped, instance, args, kwargs):
 # --- Module: bind and update ------------------------------------------------------------------
 
 class _BindState(object):
-    __slots__ = ("frozen_at_bind", "skip", "warned", "checked")
+    __slots__ = ("frozen_at_bind", "warned", "checked")
 
-    def __init__(self, frozen_at_bind, skip):
+    def __init__(self, frozen_at_bind):
         self.frozen_at_bind = frozen_at_bind   # registry names bound with grad_req 'null'
-        self.skip = skip                       # native fixed names bound without 'null'
         self.warned = set()
         self.checked = None                    # registry version last checked for thaws
 
 
 _bind_states = weakref.WeakKeyDictionary()
 _bind_lock = threading.Lock()
-
-
-def _null_would_stop_others(symbol, fixed):
-    """The names in ``fixed`` whose grad_req 'null' would silently stop something else."""
-    if not fixed or not (_compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS)
-                         and _compat.has_mkldnn()):
-        return set()
-    try:
-        nodes = json.loads(symbol.tojson())["nodes"]
-    except Exception:  # pylint: disable=broad-except
-        return set()
-    keep = set()
-    for node in nodes:
-        inputs = node.get("inputs") or []
-        if node.get("op") != "FullyConnected" or len(inputs) < 3:
-            continue
-        weight, bias = nodes[inputs[1][0]], nodes[inputs[2][0]]
-        if weight.get("op") != "null" or weight.get("name") not in fixed:
-            continue
-        # The bias gradient is skipped: harmless only if the bias is a fixed variable too.
-        if not (bias.get("op") == "null" and bias.get("name") in fixed):
-            keep.add(weight["name"])
-    return keep
 
 
 def _wrap_module_bind(wrapped, instance, args, kwargs):
@@ -370,14 +343,20 @@ def _wrap_module_bind(wrapped, instance, args, kwargs):
         if found is not None:
             frozen_now = [n for n, f in zip(instance._param_names, found[0])
                           if f and n not in user_fixed]
-    keep = _null_would_stop_others(instance._symbol, set(user_fixed + frozen_now))
     with _bind_lock:
         _bind_states.pop(instance, None)
-    if not frozen_now and not keep:
+    if not frozen_now:
         return wrapped(*args, **kwargs)
-    instance._fixed_param_names = [n for n in user_fixed + frozen_now if n not in keep]
+    # Frozen names whose 'null' would stop a bias gradient stay off 'null' (the update skip
+    # holds them).  The user's own fixed names are left to MXNet, or to the onednn_fc_bias
+    # patch stacked below, which is told which names are the registry's.
+    keep = null_would_stop_bias(instance._symbol, user_fixed + frozen_now, instance._context,
+                                bound.arguments.get("grad_req", "write"))
+    added = [n for n in frozen_now if n not in keep]
+    instance._fixed_param_names = user_fixed + added
     try:
-        result = wrapped(*args, **kwargs)
+        with registry_bind(added):
+            result = wrapped(*args, **kwargs)
     finally:
         # The registry stays the source of truth: a later bind reads it again.
         instance._fixed_param_names = user_fixed
@@ -387,8 +366,7 @@ def _wrap_module_bind(wrapped, instance, args, kwargs):
     no_grad = set()
     if group is not None and group.grad_arrays is not None:
         no_grad = set(n for n, g in zip(group.param_names, group.grad_arrays) if g[0] is None)
-    state = _BindState(set(n for n in frozen_now if n in no_grad),
-                       frozenset(n for n in user_fixed if n in keep))
+    state = _BindState(set(n for n in frozen_now if n in no_grad))
     with _bind_lock:
         shared_module = bound.arguments.get("shared_module")
         shared = _bind_states.get(shared_module) if shared_module is not None else None
@@ -428,16 +406,6 @@ def _nested():
         _local.depth -= 1
 
 
-@contextlib.contextmanager
-def _skipping(names):
-    previous = _skip_extra()
-    _local.skip = names
-    try:
-        yield
-    finally:
-        _local.skip = previous
-
-
 def _module_param_names(module):
     if hasattr(module, "_modules") and isinstance(module._modules, list):     # Sequential
         names = []
@@ -467,11 +435,9 @@ def _wrap_module_update(wrapped, instance, args, kwargs):
     if not _patterns and state is None:
         return wrapped(*args, **kwargs)
     _check_module_patterns(instance)
-    skip = None
     if state is not None:
         _warn_thawed(state)
-        skip = state.skip or None
-    with _nested(), _skipping(skip):
+    with _nested():
         return wrapped(*args, **kwargs)
 
 

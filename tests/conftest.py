@@ -24,12 +24,26 @@ import mxnet as mx  # noqa: E402  (after mxcompat: the patches land at this impo
 
 MX_VERSION = _compat.parse_version(mx.__version__)
 
+# The oneDNN FullyConnected fact (_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS): the builds where
+# a weight's grad_req 'null' stops its bias (there mxcompat keeps the weight's gradient), and
+# whether oneDNN's kernels really run (not with MXNET_MKLDNN_ENABLED=0: MXNet then trains
+# the bias itself).
+ONEDNN_FC = (_compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS)
+             and "MKLDNN" in (_compat.build_features() or ()))
+ONEDNN_FC_RUNS = ONEDNN_FC and _compat.onednn_enabled()
+
 
 def applicable_patches():
-    """The patch names ``patch()`` applies on this MXNet (some start at a later release)."""
-    from mxcompat import _patching
-    return tuple(n for n in mxcompat.patch_names()
-                 if _patching._registry[n].applies_to(MX_VERSION))
+    """The patch names ``patch()`` applies here, in stacking order.  Derived from the facts,
+    not from the patches' own ``applies_to``, so the tests that compare it with
+    ``mxcompat.patched()`` check those too."""
+    numpy_major = int(sys.modules["numpy"].__version__.split(".")[0])
+    conditional = {
+        "onednn_fc_bias": ONEDNN_FC,
+        "distutils": sys.version_info >= (3, 12) and _compat.since(_compat.NUMPY_SUBPACKAGE),
+        "numpy2": numpy_major >= 2,
+    }
+    return tuple(n for n in mxcompat.patch_names() if conditional.get(n, True))
 
 
 _plain_import = []

@@ -14,7 +14,8 @@ import mxcompat
 from mxcompat import _patching
 from mxcompat.cli import BOOTSTRAP
 
-from conftest import applicable_patches, plain_import_works, subprocess_env
+from conftest import (MX_VERSION, ONEDNN_FC, ONEDNN_FC_RUNS, applicable_patches,
+                      plain_import_works, subprocess_env)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(os.path.dirname(HERE), "examples")
@@ -168,6 +169,18 @@ def test_check_passes_and_json():
     assert all(r["detail"] for r in report["results"] if r["status"] == "skipped")
     import mxnet
     assert report["versions"]["mxnet"] == mxnet.__version__
+    by_name = {r["name"]: r for r in report["results"]}
+    assert (by_name["onednn_fc_bias"]["status"], by_name["onednn_fc_bias"]["detail"]) == (
+        ("ok", "fc_weight bit for bit, fc_bias trained (plain MXNet with oneDNN: fc_bias "
+               "stays fixed)") if ONEDNN_FC else ONEDNN_FC_SKIP)
+
+
+# Why the onednn_fc_bias check is skipped where the patch does not apply.
+ONEDNN_FC_SKIP = ("skipped", "oneDNN FullyConnected kernels are only in the MKLDNN wheels "
+                             "from MXNet 1.7; a fixed FC weight does not stop its bias here"
+                  if MX_VERSION[:2] < (1, 7) else
+                  "this MXNet build has no MKLDNN (oneDNN); a fixed FC weight does not stop "
+                  "its bias here")
 
 
 def test_check_fails_when_a_patch_is_off():
@@ -177,6 +190,23 @@ def test_check_fails_when_a_patch_is_off():
     by_name = {r["name"]: r for r in report["results"]}
     assert by_name["labels"]["status"] == "failed"
     assert "softmax_label" in by_name["labels"]["detail"]
+
+
+def test_check_onednn_fc_bias_fails_when_that_patch_is_off():
+    proc = mxcompat_cmd("check", "--json", env={"MXCOMPAT_DISABLE_PATCHES": "onednn_fc_bias"})
+    report = json.loads(proc.stdout)
+    result = {r["name"]: r for r in report["results"]}["onednn_fc_bias"]
+    if ONEDNN_FC_RUNS:
+        # Plain MXNet with oneDNN: the bias stayed fixed with the weight.
+        assert proc.returncode == 1 and result["status"] == "failed"
+        assert result["detail"] == (
+            "AssertionError: moved {'fc_weight': False, 'fc_bias': False}, expected only "
+            "fc_bias (plain MXNet with oneDNN keeps fc_bias fixed too)")
+    elif ONEDNN_FC:
+        # MXNET_MKLDNN_ENABLED=0: MXNet's own kernels train the bias.
+        assert proc.returncode == 0 and result["status"] == "ok"
+    else:
+        assert proc.returncode == 0 and (result["status"], result["detail"]) == ONEDNN_FC_SKIP
 
 
 def test_console_script_is_installed():

@@ -16,7 +16,8 @@ import pytest
 import mxcompat
 import mxnet as mx
 from mxnet import autograd, gluon
-from mxcompat import _compat
+
+from conftest import ONEDNN_FC
 
 fz = importlib.import_module("mxcompat.freeze")
 
@@ -30,10 +31,6 @@ OPTIMIZERS = [
     ("rmsprop", {"learning_rate": 0.01, "wd": 0.01}),
     ("adagrad", {"learning_rate": 0.1, "wd": 0.01}),
 ]
-# freeze keeps an FC weight's gradient on every MKLDNN build (ONEDNN_FC); MXNet itself stops
-# the bias only where oneDNN kernels really run (not with MXNET_MKLDNN_ENABLED=0).
-ONEDNN_FC = _compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS) and _compat.has_mkldnn()
-ONEDNN_FC_RUNS = ONEDNN_FC and _compat.onednn_enabled()
 
 
 @pytest.fixture(autouse=True)
@@ -289,13 +286,20 @@ def test_frozen_before_bind_allocates_no_gradient():
     assert mod._fixed_param_names == []
 
 
-def test_frozen_fc_weight_never_stops_its_bias():
+@pytest.mark.parametrize("onednn_fc_bias", ["patched", "unpatched"])
+def test_frozen_fc_weight_never_stops_its_bias(onednn_fc_bias):
     """oneDNN (1.7+) skips an FC's bias gradient when the weight's grad_req is 'null': a frozen
-    FC weight whose bias trains keeps its gradient buffer and is skipped at update instead."""
+    FC weight whose bias trains keeps its gradient buffer and is skipped at update instead.
+    The registry keeps that promise with the onednn_fc_bias patch off too (that patch gives
+    back MXNet's behaviour of fixed_param_names; the registry has none to give back)."""
+    if onednn_fc_bias == "unpatched":
+        mxcompat.unpatch("onednn_fc_bias")
     mod, start, end = _run_module("before_bind", frozen=("fc1_weight",))
     _assert_frozen(start, end, {"fc1_weight"})
-    grads = dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))
+    group = mod._exec_group
+    grads = dict(zip(group.param_names, group.grad_arrays))
     assert (grads["fc1_weight"][0] is not None) == ONEDNN_FC
+    assert group.grad_req["fc1_weight"] == ("write" if ONEDNN_FC else "null")
     # Weight and bias frozen together: 'null' is harmless, no gradient buffer on any release.
     mod, start, end = _run_module("before_bind", frozen=("fc1_*",))
     _assert_frozen(start, end, {"fc1_weight", "fc1_bias"})
@@ -303,35 +307,77 @@ def test_frozen_fc_weight_never_stops_its_bias():
     assert grads["fc1_weight"] == [None] and grads["fc1_bias"] == [None]
 
 
-def _native_fixed_fc1_weight():
+def test_frozen_fc_weight_kept_off_null_trains_once_unfrozen():
+    # Bound with a gradient (ONEDNN_FC) or not: unfrozen, it trains, or MXNet's rule applies
+    # (no gradient: one warning says to rebind).
+    mod, start, end = _run_module("before_bind", frozen=("fc1_weight",))
+    mxcompat.unfreeze()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        _train(mod, 2, _batches())
+    moved = not np.array_equal(end["fc1_weight"][0], _device_params(mod)["fc1_weight"][0])
+    assert moved == ONEDNN_FC
+    assert len(_ours(record)) == (0 if ONEDNN_FC else 1)
+
+
+def test_fc_weight_fixed_natively_and_frozen_stays_fixed_when_unfrozen():
+    # The user's own fixed name is MXNet's (and onednn_fc_bias's) to hold: unfreezing it in
+    # the registry does not make it train, and its bias trains throughout.
     mod = _module(fixed_param_names=["fc1_weight"])
+    mxcompat.freeze("fc1_weight")
     _bind(mod)
-    mod.init_optimizer(optimizer_params={"learning_rate": 0.1})
+    mod.init_optimizer(optimizer_params=OPTIMIZERS[0][1])
+    start = _device_params(mod)
+    _train(mod, 3, _batches())
+    mxcompat.unfreeze()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        _train(mod, 3, _batches())
+    _assert_frozen(start, _device_params(mod), {"fc1_weight"})
+    assert _ours(record) == []
+
+
+@pytest.mark.parametrize("native, registry", [
+    (["fc1_weight"], ("fc1_bias",)), (["fc1_bias"], ("fc1_weight",))])
+def test_fc_weight_and_bias_fixed_by_native_and_registry_together_stay_null(native, registry):
+    # The bias is fixed whichever way: 'null' on the weight stops nothing that trains, so
+    # neither gets a gradient buffer (freeze and onednn_fc_bias both see the union).
+    mod = _module(fixed_param_names=native)
+    mxcompat.freeze(*registry)
+    _bind(mod)
+    mod.init_optimizer(optimizer_params=OPTIMIZERS[0][1])
     start = _device_params(mod)
     _train(mod, 5, _batches())
-    return start, _device_params(mod)
-
-
-def test_native_fixed_fc_weight_stops_its_bias_on_onednn(unpatched):
-    # The MXNet fact behind _compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS, as shipped.
-    start, end = _native_fixed_fc1_weight()
-    assert np.array_equal(start["fc1_weight"][0], end["fc1_weight"][0])
-    assert np.array_equal(start["fc1_bias"][0], end["fc1_bias"][0]) == ONEDNN_FC_RUNS
-
-
-def test_native_fixed_fc_weight_does_not_stop_its_bias_under_mxcompat():
-    start, end = _native_fixed_fc1_weight()
-    _assert_frozen(start, end, {"fc1_weight"})
+    _assert_frozen(start, _device_params(mod), {"fc1_weight", "fc1_bias"})
+    assert mod._exec_group.grad_req["fc1_weight"] == mod._exec_group.grad_req["fc1_bias"] == "null"
 
 
 def test_grad_req_dict_keeps_users_explicit_entries():
     # MXNet's rule: fixed -> 'null', then the user's dict wins.  The update skip still holds.
     mod, start, end = _run_module("before_bind", frozen=("fc2_*",),
+                                  grad_req={"fc2_weight": "write"})
+    grads = dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))
+    assert grads["fc2_weight"][0] is not None
+    assert grads["fc2_bias"] == [None]
+    _assert_frozen(start, end, {"fc2_weight", "fc2_bias"})
+
+
+def test_grad_req_dict_gives_a_frozen_bias_a_gradient_its_weight_must_not_stop():
+    # fc2_bias gets a gradient from the dict: a 'null' fc2_weight would zero it on oneDNN,
+    # so the weight keeps one too (ONEDNN_FC), and both train correctly once unfrozen.
+    mod, start, end = _run_module("before_bind", frozen=("fc2_*",),
                                   grad_req={"fc2_bias": "write"})
     grads = dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))
-    assert grads["fc2_weight"] == [None]
+    assert (grads["fc2_weight"][0] is not None) == ONEDNN_FC
     assert grads["fc2_bias"][0] is not None
     _assert_frozen(start, end, {"fc2_weight", "fc2_bias"})
+    mxcompat.unfreeze()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        _train(mod, 2, _batches())
+    # Without a weight gradient (no oneDNN here) MXNet's rule: one warning says to rebind.
+    _assert_frozen(end, _device_params(mod), set() if ONEDNN_FC else {"fc2_weight"})
+    assert len(_ours(record)) == (0 if ONEDNN_FC else 1)
 
 
 def test_grad_req_list_decides_buffers_and_update_skip_holds():
