@@ -343,16 +343,17 @@ def test_a_failing_pre_import_action_warns_and_mxnet_imports(python):
     assert out[2] == repr(ALL)
 
 
-def _reshape_owner():
+def _top_of_reshape():
+    """Module, the wrapper on top of Module.reshape and its patch (labels, or onednn_fc_bias
+    where it applies: both wrap reshape)."""
     from mxnet.module import Module
-    return Module
+    ours = vars(Module)["reshape"]
+    return Module, ours, ours._self_mxcompat_patch
 
 
 def test_a_wrapt_wrapper_over_ours_survives_unpatch():
     import wrapt
-    Module = _reshape_owner()
-    ours = vars(Module)["reshape"]
-    assert ours._self_mxcompat_patch == "labels"
+    Module, ours, name = _top_of_reshape()
     original = ours.__wrapped__
     calls = []
 
@@ -362,19 +363,19 @@ def test_a_wrapt_wrapper_over_ours_survives_unpatch():
 
     theirs = wrapt.wrap_function_wrapper(Module, "reshape", spy)
     try:
-        mxcompat.unpatch("labels")
-        assert "labels" not in mxcompat.patched()
+        mxcompat.unpatch(name)
+        assert name not in mxcompat.patched()
         assert vars(Module)["reshape"] is theirs and theirs.__wrapped__ is original
-        mxcompat.patch("labels")
+        mxcompat.patch(name)
         top = vars(Module)["reshape"]
-        assert top._self_mxcompat_patch == "labels" and top.__wrapped__ is theirs
+        assert top._self_mxcompat_patch == name and top.__wrapped__ is theirs
         sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
         mod = mx.mod.Module(sym, label_names=None)
         mod.bind(data_shapes=[("data", (2, 3))])
         mod.reshape(data_shapes=[("data", (4, 3))])
         assert len(calls) == 1 and mod.data_shapes[0].shape == (4, 3)
     finally:
-        mxcompat.unpatch("labels")
+        mxcompat.unpatch(name)
         Module.reshape = original
         mxcompat.patch()
     assert vars(Module)["reshape"].__wrapped__ is original
@@ -383,8 +384,7 @@ def test_a_wrapt_wrapper_over_ours_survives_unpatch():
 def test_unpatch_refuses_when_a_plain_wrapper_holds_ours():
     import functools
     import warnings
-    Module = _reshape_owner()
-    ours = vars(Module)["reshape"]
+    Module, ours, name = _top_of_reshape()
     original = ours.__wrapped__
 
     @functools.wraps(ours)
@@ -395,25 +395,24 @@ def test_unpatch_refuses_when_a_plain_wrapper_holds_ours():
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            mxcompat.unpatch("labels")
-            mxcompat.unpatch("labels")
+            mxcompat.unpatch(name)
+            mxcompat.unpatch(name)
         ours_warnings = [str(w.message) for w in caught if w.category is mxcompat.MXCompatWarning]
         assert len(ours_warnings) == 1, ours_warnings
         assert ours_warnings[0].startswith(
-            "mxcompat cannot remove its patch 'labels': other code has wrapped over what patch "
-            "'labels' wraps (with <function Module.reshape")
-        assert ours_warnings[0].endswith("so patch 'labels' stays applied")
-        assert "labels" in mxcompat.patched() and vars(Module)["reshape"] is theirs
+            "mxcompat cannot remove its patch %r: other code has wrapped over what patch "
+            "%r wraps (with <function Module.reshape" % (name, name))
+        assert ours_warnings[0].endswith("so patch %r stays applied" % name)
+        assert name in mxcompat.patched() and vars(Module)["reshape"] is theirs
     finally:
         Module.reshape = ours
-        mxcompat.unpatch("labels")
+        mxcompat.unpatch(name)
         assert vars(Module)["reshape"] is original
         mxcompat.patch()
 
 
 def test_a_plain_replacement_is_left_alone_by_unpatch():
-    Module = _reshape_owner()
-    ours = vars(Module)["reshape"]
+    Module, ours, name = _top_of_reshape()
     original = ours.__wrapped__
 
     def replacement(self, *args, **kwargs):
@@ -421,8 +420,8 @@ def test_a_plain_replacement_is_left_alone_by_unpatch():
 
     Module.reshape = replacement
     try:
-        mxcompat.unpatch("labels")
-        assert "labels" not in mxcompat.patched() and vars(Module)["reshape"] is replacement
+        mxcompat.unpatch(name)
+        assert name not in mxcompat.patched() and vars(Module)["reshape"] is replacement
     finally:
         Module.reshape = original
         mxcompat.patch()
