@@ -49,6 +49,16 @@ def originals():
                 out[t.module + ":" + t.path] = vars(resolved[0]).get(resolved[1])
     return out
 
+def our_warnings(action):   # the MXCompatWarning messages action() issues
+    import mxcompat
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        action()
+    return [str(w.message) for w in caught if w.category is mxcompat.MXCompatWarning]
+
+def import_mxnet():
+    import mxnet
+
 def assert_each_once(active):
     import mxcompat._patching as P
     for name, p in P._registry.items():
@@ -296,20 +306,14 @@ def test_a_patch_that_cannot_be_applied_warns_once_and_the_rest_apply(python, ho
         import mxcompat
         from mxcompat import labels
     """) + textwrap.dedent(break_it) + textwrap.dedent("""
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            import mxnet
-        ours = [str(w.message) for w in caught if w.category is mxcompat.MXCompatWarning]
+        ours = our_warnings(import_mxnet)
         print(len(ours))
         print(ours[0])
         print(mxcompat.patched())
         assert_each_once(mxcompat.patched())
         assert all("labels" not in stack for stack in chains().values())
         # Asked again (another patch() call): no second warning.
-        with warnings.catch_warnings(record=True) as again:
-            warnings.simplefilter("always")
-            mxcompat.patch()
-        print(len([w for w in again if w.category is mxcompat.MXCompatWarning]))
+        print(len(our_warnings(mxcompat.patch)))
     """))
     reason = {"missing target": "AttributeError: mxcompat: mxnet.module.module."
                                 "Module.no_such_method not found",
@@ -328,10 +332,7 @@ def test_a_failing_pre_import_action_warns_and_mxnet_imports(python):
         def boom(version):
             raise RuntimeError("broken pre-import step")
         _preimport.register("labels", boom)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            import mxnet
-        ours = [str(w.message) for w in caught if w.category is mxcompat.MXCompatWarning]
+        ours = our_warnings(import_mxnet)
         print(len(ours))
         print(ours[0])
         print(mxcompat.patched())
