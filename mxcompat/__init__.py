@@ -20,6 +20,7 @@ from .quantization import quantize  # noqa: E402
 from . import distutils_compat as _distutils_compat  # noqa: E402  (registers "distutils")
 from . import numpy_compat as _numpy_compat  # noqa: E402  (registers "numpy_names")
 from . import numpy2 as _numpy2  # noqa: E402  (registers "numpy2")
+from . import python_oo as _python_oo  # noqa: E402  (registers "python_oo")
 
 __version__ = "0.1.0"
 

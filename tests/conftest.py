@@ -42,6 +42,7 @@ def applicable_patches():
         "onednn_fc_bias": ONEDNN_FC,
         "distutils": sys.version_info >= (3, 12) and _compat.since(_compat.NUMPY_SUBPACKAGE),
         "numpy2": numpy_major >= 2,
+        "python_oo": sys.flags.optimize >= 2,
     }
     return tuple(n for n in mxcompat.patch_names() if conditional.get(n, True))
 

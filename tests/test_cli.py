@@ -422,14 +422,9 @@ def test_run_optimized_applies_the_patches(tmpdir):
 
 
 def test_run_OO_loads_mxcompat(tmpdir):
-    # -OO removes docstrings.  Nothing in the command or the bootstrap reads one; this test
-    # also needs the patch modules to stop reading theirs (numpy2.py, numpy_compat.py and
-    # distutils_compat.py call __doc__.split(...) at import; being fixed separately): until
-    # then `import mxcompat` fails under -OO with "AttributeError: 'NoneType' object has no
-    # attribute 'split'", shown as "Error in sitecustomize", and this test fails.
-    # The script does not import mxnet: MXNet 1.x itself cannot be imported under -OO
-    # (mxnet/ndarray_doc.py joins docstrings: "TypeError: sequence item 0: expected str
-    # instance, NoneType found"), with or without mxcompat.
+    # -OO removes docstrings: nothing in the command, the bootstrap or the patch modules may
+    # read one (an AttributeError there shows as "Error in sitecustomize").  MXNet itself
+    # under -OO is tests/test_python_oo.py's.
     script = write(tmpdir.join("opt.py"), """
         \"\"\"the script's docstring\"\"\"
         import sys
