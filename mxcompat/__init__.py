@@ -21,6 +21,7 @@ from . import distutils_compat as _distutils_compat  # noqa: E402  (registers "d
 from . import numpy_compat as _numpy_compat  # noqa: E402  (registers "numpy_names")
 from . import numpy2 as _numpy2  # noqa: E402  (registers "numpy2")
 from . import python_oo as _python_oo  # noqa: E402  (registers "python_oo")
+from .legacy_numpy import numpy_legacy  # noqa: E402  (opt-in, not a patch)
 
 __version__ = "0.1.0"
 
@@ -32,6 +33,7 @@ __all__ = [
     "frozen_patterns",
     "frozen_report",
     "is_frozen",
+    "numpy_legacy",
     "patch",
     "patch_names",
     "patched",

@@ -12,7 +12,7 @@ import os
 import platform
 import sys
 
-from . import __version__, _compat, _patching
+from . import __version__, _compat, _patching, legacy_numpy
 
 ENV_FREEZE = "MXCOMPAT_FREEZE"
 BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
@@ -21,6 +21,8 @@ ENVIRONMENT_HELP = """environment variables (read by every process that imports 
   MXCOMPAT_DISABLE=1               apply no patch at all
   MXCOMPAT_DISABLE_PATCHES=a,b     apply every patch but these
   MXCOMPAT_FREEZE=p1,p2            freeze these parameter names / globs at import
+  MXCOMPAT_NUMPY_LEGACY=1          serve NumPy names today's NumPy removed to legacy code
+                                   (np.asscalar, np.float...), one warning per name
 """
 
 # Python's own one-letter options that `run` hands to the interpreter, read as Python reads
@@ -58,14 +60,18 @@ def _parser():
 
     run = sub.add_parser(
         "run", help="run a script (or -m module) with every mxcompat patch applied",
-        usage="mxcompat run [--freeze PATTERN] [--no-patch NAME] [python options] "
-              "script.py|dir|zip [args...]\n"
-              "       mxcompat run [--freeze PATTERN] [--no-patch NAME] [python options] "
+        usage="mxcompat run [--freeze PATTERN] [--no-patch NAME] [--numpy-legacy] "
+              "[python options] script.py|dir|zip [args...]\n"
+              "       mxcompat run [--freeze PATTERN] [--no-patch NAME] [--numpy-legacy] "
+              "[python options] "
               "-m package.module [args...]",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_HELP)
     run.add_argument("--freeze", action="append", default=[], metavar="PATTERN",
                      help="keep parameters matching PATTERN (a name or shell glob) fixed; "
                           "repeatable")
+    run.add_argument("--numpy-legacy", action="store_true",
+                     help="serve NumPy names today's NumPy removed (np.asscalar, np.float, "
+                          "np.product...) to the script, one warning per name at first use")
     run.add_argument("--no-patch", action="append", default=[], metavar="NAME",
                      help="do not apply patch NAME (one of: %s); repeatable"
                           % ", ".join(_patching.names()))
@@ -99,7 +105,8 @@ def _split_run_argv(argv, error):
         if token in ("--freeze", "--no-patch"):
             own += argv[i - 1:i + 1]
             i += 1
-        elif token.startswith(("--freeze=", "--no-patch=")) or token in ("-h", "--help"):
+        elif (token.startswith(("--freeze=", "--no-patch="))
+              or token in ("-h", "--help", "--numpy-legacy")):
             own.append(token)
         elif token == "--":
             return own, python, None, argv[i:]
@@ -160,6 +167,8 @@ def _run(args, python, module, target, error):
         _append_env(env, ENV_FREEZE, args.freeze)
     if args.no_patch:
         _append_env(env, _patching.ENV_DISABLE_PATCHES, args.no_patch)
+    if args.numpy_legacy:
+        env[legacy_numpy.ENV] = "1"
     sys.stdout.flush()
     sys.stderr.flush()
     # exec, not a child: the script gets this process (pid, stdin, signals, exit code).
