@@ -95,8 +95,8 @@ def test_listed_exactly_on_the_mkldnn_builds_from_1_7():
     assert names.index("onednn_fc_bias") + 1 == names.index("freeze")
 
 
-@pytest.mark.requires_mxnet("<1.7", reason="oneDNN FC kernels only in the MKLDNN wheels from "
-                                           "MXNet 1.7; here nothing stops the bias")
+@pytest.mark.requires_mxnet("<1.7", reason="checks the releases before the oneDNN wheels (1.7), "
+                                           "where the patch does not apply")
 def test_before_1_7_not_patched_and_native_behaviour_untouched():
     assert "onednn_fc_bias" not in mxcompat.patched()
     mod, start, end = _train(["fc1_weight"])
