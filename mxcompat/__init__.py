@@ -20,6 +20,7 @@ from .quantization import quantize  # noqa: E402
 from . import distutils_compat as _distutils_compat  # noqa: E402  (registers "distutils")
 from . import numpy_compat as _numpy_compat  # noqa: E402  (registers "numpy_names")
 from . import numpy2 as _numpy2  # noqa: E402  (registers "numpy2")
+from . import ndarray_to_numpy as _ndarray_to_numpy  # noqa: E402  (registers "ndarray_to_numpy")
 from . import python_oo as _python_oo  # noqa: E402  (registers "python_oo")
 from .legacy_numpy import numpy_legacy  # noqa: E402  (opt-in, not a patch)
 

@@ -59,6 +59,14 @@ def plain_import_works():
     return _plain_import[0]
 
 
+def pytest_report_header(config):
+    # The versions this env really got (the *latest envs take the newest NumPy there is).
+    import wrapt
+    return "mxcompat %s: MXNet %s, NumPy %s, Python %s, wrapt %s" % (
+        mxcompat.__version__, mx.__version__, sys.modules["numpy"].__version__,
+        sys.version.split()[0], wrapt.__version__)
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "requires_plain_import: the test imports mxnet before (or without) mxcompat")
