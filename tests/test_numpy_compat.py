@@ -606,6 +606,69 @@ def test_clip_global_norm_scale_as_numpy_1():
     assert arr.asnumpy()[0] == np.float32(value) * np.float32(scale64)
 
 
+needs_no_tostring = pytest.mark.skipif(
+    hasattr(np.ndarray, "tostring"), reason="NumPy %s still has ndarray.tostring (removed in "
+                                            "2.3)" % np.__version__)
+
+
+@needs_no_tostring
+def test_recordio_pack_fails_without_mxcompat(unpatched):
+    header = mx.recordio.IRHeader(0, [1.5, 2.0], 7, 0)
+    with pytest.raises(AttributeError) as info:
+        mx.recordio.pack(header, b"payload")
+    assert "tostring" in str(info.value)
+
+
+def test_recordio_pack_array_label_in_threads():
+    # The label's bytes come first, flag counts them, label is 0: unpack reads them back.
+    import threading
+    results = {}
+
+    def pack(i):
+        header = mx.recordio.IRHeader(0, np.arange(i + 1, dtype=np.float64) + 0.5, i, 0)
+        results[i] = mx.recordio.unpack(mx.recordio.pack(header, b"payload%d" % i))
+    threads = [threading.Thread(target=pack, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(8):
+        header, payload = results[i]
+        assert (header.flag, header.id, payload) == (i + 1, i, b"payload%d" % i)
+        assert header.label.dtype == np.float32
+        assert header.label.tolist() == [k + 0.5 for k in range(i + 1)]
+    assert mx.recordio.np is np     # MXNet's module is never changed
+
+
+def test_recordio_pack_img_round_trip():
+    cv2 = getattr(mx.recordio, "cv2", None)
+    if cv2 is None:
+        pytest.skip("mx.recordio.pack_img needs OpenCV, which this env lacks (the numpy24 "
+                    "envs install opencv-python-headless)")
+    img = (np.arange(4 * 5 * 3) * 7 % 256).astype(np.uint8).reshape(4, 5, 3)
+    header = mx.recordio.IRHeader(0, [1.5, 2.0], 7, 0)
+    packed = mx.recordio.pack_img(header, img, quality=3, img_fmt=".png")
+    ok, png = cv2.imencode(".png", img, [cv2.IMWRITE_PNG_COMPRESSION, 3])
+    assert ok
+    assert packed == mx.recordio.pack(header, png.tobytes())
+    got_header, got_img = mx.recordio.unpack_img(packed)
+    assert (got_header.flag, got_header.id, got_header.label.tolist()) == (2, 7, [1.5, 2.0])
+    assert got_img.dtype == np.uint8 and np.array_equal(got_img, img)
+    assert mx.recordio.cv2 is cv2
+
+
+@needs_no_tostring
+def test_recordio_pack_img_fails_without_mxcompat(unpatched):
+    cv2 = getattr(mx.recordio, "cv2", None)
+    if cv2 is None:
+        pytest.skip("mx.recordio.pack_img needs OpenCV, which this env lacks (the numpy24 "
+                    "envs install opencv-python-headless)")
+    with pytest.raises(AttributeError) as info:
+        mx.recordio.pack_img(mx.recordio.IRHeader(0, 1.0, 7, 0),
+                             np.zeros((2, 2, 3), dtype=np.uint8), img_fmt=".png")
+    assert "tostring" in str(info.value)
+
+
 def test_metric_seed_pickles_as_float():
     import pickle
     m = mx.metric.MSE()
