@@ -14,31 +14,14 @@ SUPPORTED = ">=1.3, <2"
 MIN_VERSION = (1, 3)
 MAX_VERSION = (2, 0)  # exclusive
 
-PY = sys.version_info[:2]
-
 # --- facts, each with the release it changed in -------------------------------------------
 
-# model._update_params calls the updater once per array up to 1.4; from 1.5 once per device
-# with tuples (indices, grads, weights).
-BATCHED_UPDATER = (1, 5)
-# model._update_params / _update_params_on_kvstore use kvstore.pushpull for dense arrays
-# from 1.7; before, push then pull.
-KVSTORE_PUSHPULL = (1, 7)
-# model._create_kvstore reads MXNET_UPDATE_ON_KVSTORE from 1.5.
-UPDATE_ON_KVSTORE_ENV = (1, 5)
 # mxnet/numpy (imported by mxnet/__init__) uses np.bool and distutils from 1.6.
 NUMPY_SUBPACKAGE = (1, 6)
 # gluon.utils.clip_global_norm computes its scale with NDArrays from 1.4; 1.3.1 computes it
 # from a NumPy float32 scalar (`max_norm / (total_norm + 1e-8)`), which NEP 50 (NumPy 2) keeps
 # in float32 where NumPy 1 promoted to float64.
 CLIP_GLOBAL_NORM_NDARRAY = (1, 4)
-# HybridBlock.export gains remove_amp_cast from 1.5; iterates _cached_op_args from 1.8.
-EXPORT_CACHED_OP_ARGS = (1, 8)
-# SymbolBlock.imports gains allow_missing / ignore_extra from 1.8.
-IMPORTS_ALLOW_MISSING = (1, 8)
-# oneDNN (MKLDNN) is compiled into the pip wheels from 1.7 (1.6.0's wheel ships the library
-# but its build has it off).
-MKLDNN_WHEELS = (1, 7)
 # oneDNN FullyConnected's backward skips the *bias* gradient when the weight's grad_req is
 # 'null' (native fixed_param_names=['fc1_weight'] also stops fc1_bias) in the oneDNN builds from
 # 1.7 (verified on the 1.7.0.post2, 1.8.0.post0 and 1.9.1 wheels; the 1.5.1 and 1.6.0 wheels,

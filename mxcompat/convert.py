@@ -89,38 +89,56 @@ def _set_dtype(param, dtype):
     setattr(param, _DTYPE_ATTRIBUTE[0], dtype)
 
 
+class _Placed(object):
+    """The ``data`` of ``Parameter._init_impl(data, ctx_list)`` when the arrays are already
+    where they belong: its ``copyto`` hands back the next of them instead of a copy.
+    ``_init_impl`` (the same in 1.3.1 ... 1.9.1) copies ``data`` to each context of
+    ``ctx_list`` in that list's order."""
+
+    __slots__ = ("_arrays",)
+
+    def __init__(self, arrays):
+        self._arrays = iter(arrays)
+
+    def copyto(self, ctx):
+        return next(self._arrays)
+
+
 def _install(param, arrays, contexts=None, grads=None, marks=None):
-    """Make ``arrays`` (one per context) the data of ``param``, as ``_init_impl`` does but
-    without copying.  Gradient buffers are reused when given, else allocated (see above);
-    with ``marks`` (a list) their autograd marking is collected for one ``_mark`` call."""
+    """Make ``arrays`` (one per context) the data of ``param`` through Gluon's own
+    ``_init_impl``, without copying.  Gradient buffers are reused when given, else allocated
+    (see above); with ``marks`` (a list) their autograd marking is collected for one
+    ``_mark`` call."""
     mx = _mx()
     ctx_list = list(contexts) if contexts is not None else [a.context for a in arrays]
-    ctx_map = [[], []]
-    for i, ctx in enumerate(ctx_list):
-        dev_list = ctx_map[ctx.device_typeid & 1]
-        while len(dev_list) <= ctx.device_id:
-            dev_list.append(None)
-        dev_list[ctx.device_id] = i
     first = arrays[0]
-    param._ctx_list = ctx_list
-    param._ctx_map = ctx_map
     param._shape = tuple(first.shape)
     _set_dtype(param, first.dtype)
-    param._data = list(arrays)
+    req = param.grad_req
+    # Gluon's own gradients (zeros) where they are needed: 'add' accumulates into them, and a
+    # sparse gradient needs its stype.  Else mxcompat's (reused, or allocated unfilled).
+    own_grads = req != "null" and (grads is not None or (
+        req == "write" and getattr(param, "_grad_stype", "default") == "default"))
+    # _init_impl ends with _init_grad, which for grad_req 'null' only clears the gradients:
+    # with mxcompat's own to come, the private field says 'null' for the call (the grad_req
+    # property's setter would detach the data or allocate).
+    if own_grads:
+        param._grad_req = "null"
+    try:
+        param._init_impl(_Placed(arrays), ctx_list)
+    finally:
+        if own_grads:
+            param._grad_req = req
     param._deferred_init = ()
-    if param.grad_req == "null":
-        param._grad = None
+    if not own_grads:
         return
     if grads is None:
-        if param.grad_req != "write" or getattr(param, "_grad_stype", "default") != "default":
-            param._init_grad()  # Gluon's own zeros: 'add' accumulates, sparse needs its stype
-            return
         grads = [mx.nd.empty(first.shape, ctx=c, dtype=first.dtype) for c in ctx_list]
     param._grad = list(grads)
     if marks is None:
-        _mark([(param._data, param._grad, param.grad_req)])
+        _mark([(param._data, param._grad, req)])
     else:
-        marks.append((param._data, param._grad, param.grad_req))
+        marks.append((param._data, param._grad, req))
 
 
 def _mark(marks):

@@ -125,23 +125,19 @@ class _Pattern(object):
         return repr(self.source)
 
 
+# A glob read left to right as fnmatch reads it: a set ('[', then '!' and a first ']' if
+# present, up to the next ']'), or a '[' no ']' closes (group 1), or a run of other
+# characters.  The lookahead takes the "!]" prefix whole (re has no atomic groups before
+# Python 3.11), so "[]" and "[!]" are unclosed here as they are for fnmatch.
+_GLOB_PARTS = re.compile(r"\[(?=(!?\]?))\1[^\]]*\]|(\[)|[^\[]+")
+
+
 def _check_glob(text, caller):
     # fnmatch reads an unclosed '[' as a literal; no parameter name has one, so it is a typo.
-    i, n = 0, len(text)
-    while i < n:
-        if text[i] == "[":
-            j = i + 1
-            if j < n and text[j] == "!":
-                j += 1
-            if j < n and text[j] == "]":
-                j += 1
-            while j < n and text[j] != "]":
-                j += 1
-            if j >= n:
-                raise ValueError("mxcompat.%s: invalid glob %r: the '[' at position %d is never "
-                                 "closed" % (caller, text, i))
-            i = j
-        i += 1
+    for part in _GLOB_PARTS.finditer(text):
+        if part.group(2):
+            raise ValueError("mxcompat.%s: invalid glob %r: the '[' at position %d is never "
+                             "closed" % (caller, text, part.start()))
 
 
 _lock = threading.Lock()

@@ -14,19 +14,21 @@ removed ``ndarray.tostring``.
   would accumulate in single precision.  mxcompat seeds ``sum_metric`` and
   ``global_sum_metric`` at reset with a ``float`` that adds NumPy scalars as NumPy 1 did
   (through ``float64``) and Python numbers as a plain ``float``.  MXNet 1.3.1's
-  ``gluon.utils.clip_global_norm`` computes its scale through ``float64`` again.
-* NumPy 2.3 removed ``ndarray.tostring``; ``mx.recordio.pack`` (array labels) and
-  ``pack_img`` use ``tobytes`` instead.
+  ``gluon.utils.clip_global_norm`` computes its norm, and mxcompat the scale through
+  ``float64`` as NumPy 1 did.
+* NumPy 2.3 removed ``ndarray.tostring``, which ``mx.recordio.pack`` (array labels) and
+  ``pack_img`` call.  MXNet's own functions run, for that call only, over a copy of their
+  module's namespace in which ``np.asarray`` (``pack``) and ``cv2.imencode`` (``pack_img``)
+  return views that still have ``tostring``; the module itself is never changed, so this is
+  safe with threads.
 
 NumPy's own settings (print options, promotion state) are never touched.  The patch applies
 only on NumPy 2 (on NumPy 1 nothing is wrapped).  It costs about 1 µs per operator call
 (wrapt plus one type test per parameter), against 20-40 µs for the call itself.  Patch name
 ``numpy2``.
 """
-import numbers
-import struct
 import sys
-import warnings
+import types
 
 from . import _compat
 from ._patching import Patch, Target, register
@@ -34,7 +36,7 @@ from ._util import bind_arguments
 
 PATCH = "numpy2"
 
-_state = {"on": False, "np": None}
+_state = {"on": False, "np": None, "tostring": None}
 
 
 def _numpy2():
@@ -208,25 +210,14 @@ def _wrap_metric_reset(wrapped, instance, args, kwargs):
 def _wrap_clip_global_norm(wrapped, instance, args, kwargs):
     if not _state["on"] or _compat.since(_compat.CLIP_GLOBAL_NORM_NDARRAY):
         return wrapped(*args, **kwargs)
-    np = _state["np"]
     bound = bind_arguments(wrapped, args, kwargs)
     arrays, max_norm = bound.arguments["arrays"], bound.arguments["max_norm"]
-    ndarray = sys.modules[wrapped.__module__].ndarray
-    # MXNet 1.3.1's clip_global_norm, the scale computed through float64 as under NumPy 1.
-
-    def _norm(array):
-        if array.stype == 'default':
-            x = array.reshape((-1,))
-            return ndarray.dot(x, x)
-        return array.norm().square()
-    assert len(arrays) > 0
-    ctx = arrays[0].context
-    total_norm = ndarray.add_n(*[_norm(arr).as_in_context(ctx) for arr in arrays])
-    total_norm = ndarray.sqrt(total_norm).asscalar()
-    if not np.isfinite(total_norm):
-        warnings.warn(UserWarning('nan or inf is detected. Clipping results will be undefined.'),
-                      stacklevel=2)
-    scale = max_norm / (np.float64(total_norm) + 1e-8)
+    # MXNet's own function computes the norm (and warns on nan/inf).  Given a NaN max_norm,
+    # its scale `max_norm / (total_norm + 1e-8)` is NaN, never < 1, so it scales nothing;
+    # the arrays are scaled here instead, by that quotient taken through float64 as NumPy 1
+    # took it (NEP 50 keeps `np.float32 + 1e-8` in float32).
+    total_norm = wrapped(arrays, float("nan"))
+    scale = max_norm / (_state["np"].float64(total_norm) + 1e-8)
     if scale < 1.0:
         for arr in arrays:
             arr *= scale
@@ -235,45 +226,67 @@ def _wrap_clip_global_norm(wrapped, instance, args, kwargs):
 
 # --- ndarray.tostring (removed in NumPy 2.3) in recordio -----------------------------------
 
+class _Overlay(object):
+    """A module as the code run by ``_call_with`` sees it: ``attrs`` first, then the module."""
+
+    def __init__(self, module, **attrs):
+        self.__dict__.update(attrs)
+        self._module = module
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
+def _call_with(func, args, kwargs, **names):
+    """Call ``func`` (MXNet's own code, unchanged) with ``names`` in place of its module's
+    globals of those names, for this call only: the code runs over a copy of the module's
+    namespace, so the module, other threads and other calls still see the originals."""
+    if type(func) is not types.FunctionType:
+        return func(*args, **kwargs)   # someone else's wrapper beneath ours: left as it is
+    namespace = dict(func.__globals__, **names)
+    twin = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
+                              func.__closure__)
+    twin.__kwdefaults__ = func.__kwdefaults__
+    return twin(*args, **kwargs)
+
+
+def _tostring_class(np):
+    """An ndarray subclass with the ``tostring`` NumPy 2.3 removed (its ``tobytes``), or
+    ``None`` while NumPy still has it."""
+    if np is None or hasattr(np.ndarray, "tostring"):
+        return None
+
+    class _ArrayWithTostring(np.ndarray):
+        def tostring(self, order="C"):
+            return self.tobytes(order)
+    return _ArrayWithTostring
+
+
+def _with_tostring(array):
+    return array.view(_state["tostring"])
+
+
 def _wrap_pack(wrapped, instance, args, kwargs):
-    np = _state["np"]
-    if not _state["on"] or hasattr(np.ndarray, "tostring"):
+    # pack calls label.tostring() on np.asarray(header.label): its np.asarray returns a view
+    # that still has tostring (a number label never reaches np.asarray).
+    if not _state["on"] or _state["tostring"] is None:
         return wrapped(*args, **kwargs)
-    bound = bind_arguments(wrapped, args, kwargs)
-    header, s = bound.arguments["header"], bound.arguments["s"]
-    recordio = sys.modules[wrapped.__module__]
-    header = recordio.IRHeader(*header)
-    if isinstance(header.label, numbers.Number):
-        return wrapped(header, s)
-    # MXNet's own code from here, with tobytes() for the removed tostring().
-    label = np.asarray(header.label, dtype=np.float32)
-    header = header._replace(flag=label.size, label=0)
-    s = label.tobytes() + s
-    return struct.pack(recordio._IR_FORMAT, *header) + s
+    np = _state["np"]
+    overlay = _Overlay(np, asarray=lambda *a, **k: _with_tostring(np.asarray(*a, **k)))
+    return _call_with(wrapped, args, kwargs, np=overlay)
 
 
 def _wrap_pack_img(wrapped, instance, args, kwargs):
-    np = _state["np"]
-    if not _state["on"] or hasattr(np.ndarray, "tostring"):
+    # pack_img calls buf.tostring() on what cv2.imencode returned (without OpenCV MXNet
+    # stops at its own `assert cv2 is not None`).
+    cv2 = getattr(wrapped, "__globals__", {}).get("cv2")
+    if not _state["on"] or _state["tostring"] is None or cv2 is None:
         return wrapped(*args, **kwargs)
-    recordio = sys.modules[wrapped.__module__]
-    cv2 = getattr(recordio, "cv2", None)
-    if cv2 is None:
-        return wrapped(*args, **kwargs)   # MXNet's own `assert cv2 is not None`
-    bound = bind_arguments(wrapped, args, kwargs)
-    bound.apply_defaults()
-    a = bound.arguments
-    # MXNet's pack_img (identical in 1.3.1 … 1.9.1), with tobytes() for tostring().
-    jpg_formats = ['.JPG', '.JPEG']
-    png_formats = ['.PNG']
-    encode_params = None
-    if a["img_fmt"].upper() in jpg_formats:
-        encode_params = [cv2.IMWRITE_JPEG_QUALITY, a["quality"]]
-    elif a["img_fmt"].upper() in png_formats:
-        encode_params = [cv2.IMWRITE_PNG_COMPRESSION, a["quality"]]
-    ret, buf = cv2.imencode(a["img_fmt"], a["img"], encode_params)
-    assert ret, 'failed to encode image'
-    return recordio.pack(a["header"], buf.tobytes())
+
+    def imencode(*a, **k):
+        ok, buf = cv2.imencode(*a, **k)
+        return ok, _with_tostring(buf)
+    return _call_with(wrapped, args, kwargs, cv2=_Overlay(cv2, imencode=imencode))
 
 
 # --- targets --------------------------------------------------------------------------------
@@ -281,6 +294,7 @@ def _wrap_pack_img(wrapped, instance, args, kwargs):
 def _on_apply():
     _state["np"] = sys.modules.get("numpy")
     _state["on"] = _numpy2()
+    _state["tostring"] = _tostring_class(_state["np"])
 
 
 def _on_remove():

@@ -52,15 +52,15 @@ PATCH = "numpy_names"
 _FINANCIAL = ("mirr", "npv", "pmt", "ppmt", "pv", "rate")
 
 _FINANCIAL_MESSAGE = (
-    "In accordance with NEP 32, the function %s was removed from NumPy version 1.20.  A "
-    "replacement for this function is available in the numpy_financial library: "
-    "https://pypi.org/project/numpy-financial (pip install numpy-financial, then call "
-    "numpy_financial.%s).  [numpy.%s is a stub restored by mxcompat so that MXNet imports.]")
+    "numpy.{0} was taken out of NumPy in 1.20 (NEP 32): the financial functions live in the "
+    "numpy-financial package now.  Install it (pip install numpy-financial) and call "
+    "numpy_financial.{0}.  mxcompat put this numpy.{0} back as a placeholder only so that "
+    "MXNet, which re-exports the name, can be imported.")
 
 
 def _financial(name):
     def removed(*args, **kwargs):
-        raise RuntimeError(_FINANCIAL_MESSAGE % (name, name, name))
+        raise RuntimeError(_FINANCIAL_MESSAGE.format(name))
     removed.__name__ = removed.__qualname__ = name
     removed.__module__ = "numpy"
     removed.__doc__ = ("Removed from NumPy (NEP 32): use numpy_financial.%s from the "

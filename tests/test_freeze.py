@@ -5,6 +5,7 @@ every parameter not frozen must have changed on each device.  The network has an
 frozen while its bias trains (the oneDNN case of _compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS)
 and an FC bias frozen while its weight trains.
 """
+import fnmatch
 import importlib
 import re
 import threading
@@ -209,6 +210,26 @@ def test_bad_patterns_raise_clear_errors(bad, error, text):
     with pytest.raises(error):
         with mxcompat.frozen(bad):
             pass
+
+
+@pytest.mark.parametrize("glob, position", [
+    ("fc[]", 2), ("fc[!]", 2), ("fc[!]x", 2), ("a[[]b[", 5), ("[", 0), ("x[!", 1),
+])
+def test_unclosed_bracket_positions_as_fnmatch_reads_them(glob, position):
+    # A ']' right after '[' or '[!' is a member of the set, not its end (fnmatch's rule).
+    with pytest.raises(ValueError) as info:
+        mxcompat.freeze(glob)
+    assert str(info.value) == ("mxcompat.freeze: invalid glob %r: the '[' at position %d is "
+                               "never closed" % (glob, position))
+
+
+@pytest.mark.parametrize("glob, name", [
+    ("fc[]]", "fc]"), ("fc[!]]", "fca"), ("a[[]b", "a[b"), ("w[!0-9]", "wx"), ("[[]", "["),
+])
+def test_closed_brackets_are_fnmatch_sets(glob, name):
+    assert mxcompat.freeze(glob) == (glob,)
+    assert mxcompat.is_frozen(name) and fnmatch.fnmatchcase(name, glob)
+    mxcompat.unfreeze(glob)
 
 
 def test_is_frozen_wants_a_name():

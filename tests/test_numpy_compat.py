@@ -114,7 +114,9 @@ def test_financial_functions_raise_naming_numpy_financial_when_called():
             continue   # NumPy's own 1.20-1.26 stub
         with pytest.raises(RuntimeError) as info:
             fn(0.1, [1, 2])
-        assert "numpy-financial" in str(info.value) and name in str(info.value)
+        message = str(info.value)
+        assert message.startswith("numpy.%s was taken out of NumPy in 1.20 (NEP 32)" % name)
+        assert "(pip install numpy-financial) and call numpy_financial.%s." % name in message
 
 
 # --- processes that never import mxnet ---------------------------------------------------------
@@ -352,18 +354,110 @@ def test_distutils_version_for_mxnet():
         assert distutils_compat.served() == (origin == "mxcompat")
         if importlib.util.find_spec("setuptools") is None:
             assert distutils_compat.served()
+        if distutils_compat.served():
+            import looseversion
+            assert LooseVersion is looseversion.LooseVersion
+            assert StrictVersion is distutils_compat.StrictVersion
 
 
-def test_distutils_shim_is_faithful():
-    from mxcompat import _distutils_version as v
-    assert v.StrictVersion("0.4") == v.StrictVersion("0.4.0")
-    assert v.StrictVersion("1.0.4a3") < v.StrictVersion("1.0.4b1") < v.StrictVersion("1.0.4")
-    assert str(v.StrictVersion("1.2.0")) == "1.2"
-    with pytest.raises(ValueError):
-        v.StrictVersion("1.3.a4")
-    assert v.LooseVersion("1.5.1") < v.LooseVersion("1.5.2b2") > v.LooseVersion("1.5.2")
-    assert v.LooseVersion("2.0.0") >= "1.17" and v.LooseVersion("1.26.4").version == [1, 26, 4]
-    assert repr(v.LooseVersion("3.10a")) == "LooseVersion ('3.10a')"
+# What MXNet hands distutils.version: NumPy's version strings and its own thresholds, in
+# ascending order, equal ones in one tuple.  _NOT_STRICT: strings StrictVersion refuses, a
+# NumPy release candidate and a development build among them.
+_STRICT_ORDER = [("0.4", "0.4.0"), ("1.0.4a3",), ("1.0.4b1",), ("1.0.4",), ("1.6", "1.6.0"),
+                 ("1.14.6",), ("1.23.5",), ("1.26.4",), ("2.0.0b1",), ("2.0.0", "2.0"),
+                 ("2.1.3",), ("2.4.6",), ("10.0",)]
+_NOT_STRICT = ["2.0.0rc1", "2.1.0.dev0+git20240101", "1.3.a4", "1", "1.2.3.4", "1.2b", "v1.2",
+               "1.2.3 "]
+_LOOSE_ORDER = [("1.14.6",), ("1.15",), ("1.15.0",), ("1.17",), ("1.17.0",), ("1.23.5",),
+                ("1.26.4",), ("2.0.0",), ("2.0.0rc1",), ("2.1.0.dev0+git20240101",),
+                ("2.1.3",), ("2.4.6",)]
+
+
+def _stdlib_distutils_version():
+    """The standard library's ``distutils.version``, the reference, where this Python has one
+    (<= 3.11), else ``None``."""
+    if sys.version_info >= (3, 12):
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            from distutils import version
+        except ImportError:   # a distribution's Python without its distutils package
+            return None
+    return version
+
+
+def _comparisons(cls, order):
+    """{(a, b): the five comparisons of cls(a) with cls(b) and with the string b}."""
+    ops = ("__lt__", "__le__", "__eq__", "__ge__", "__gt__")
+    results = {}
+    for a in [v for group in order for v in group]:
+        for b in [v for group in order for v in group]:
+            results[a, b] = tuple(getattr(cls(a), op)(cls(b)) for op in ops) + tuple(
+                getattr(cls(a), op)(b) for op in ops)
+    return results
+
+
+def _expected(order):
+    rank = {v: i for i, group in enumerate(order) for v in group}
+    return {(a, b): (rank[a] < rank[b], rank[a] <= rank[b], rank[a] == rank[b],
+                     rank[a] >= rank[b], rank[a] > rank[b]) * 2
+            for a in rank for b in rank}
+
+
+def test_served_strict_version_is_distutils():
+    ours = distutils_compat.StrictVersion
+    assert _comparisons(ours, _STRICT_ORDER) == _expected(_STRICT_ORDER)
+    shown = {v: (str(ours(v)), repr(ours(v)), ours(v).version, ours(v).prerelease)
+             for group in _STRICT_ORDER for v in group}
+    assert shown["1.6.0"] == ("1.6", "StrictVersion ('1.6')", (1, 6, 0), None)
+    assert shown["1.0.4a3"] == ("1.0.4a3", "StrictVersion ('1.0.4a3')", (1, 0, 4), ("a", 3))
+    assert shown["2.0.0b1"] == ("2.0b1", "StrictVersion ('2.0b1')", (2, 0, 0), ("b", 1))
+    assert shown["1.26.4"] == ("1.26.4", "StrictVersion ('1.26.4')", (1, 26, 4), None)
+    errors = {}
+    for text in _NOT_STRICT:
+        with pytest.raises(ValueError) as info:
+            ours(text)
+        errors[text] = str(info.value)
+    assert errors["2.0.0rc1"] == "invalid version number '2.0.0rc1'"
+    # NotImplemented for anything else: Python then falls back to identity / TypeError.
+    assert ours("1.2") != 1.2 and ours("1.2").__lt__(1.2) is NotImplemented
+    stdlib = _stdlib_distutils_version()
+    if stdlib is None:
+        return   # Python 3.12+: no reference left to compare with, the expectations above hold
+    assert _comparisons(stdlib.StrictVersion, _STRICT_ORDER) == _comparisons(
+        ours, _STRICT_ORDER)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for v in shown:
+            theirs = stdlib.StrictVersion(v)
+            assert (str(theirs), repr(theirs), theirs.version, theirs.prerelease) == shown[v]
+        for text in _NOT_STRICT:
+            with pytest.raises(ValueError) as info:
+                stdlib.StrictVersion(text)
+            assert str(info.value) == errors[text]
+
+
+def test_served_loose_version_is_distutils():
+    from looseversion import LooseVersion
+    assert _comparisons(LooseVersion, _LOOSE_ORDER) == _expected(_LOOSE_ORDER)
+    assert LooseVersion("1.26.4").version == [1, 26, 4]
+    assert LooseVersion("2.0.0rc1").version == [2, 0, 0, "rc", 1]
+    assert repr(LooseVersion("3.10a")) == "LooseVersion ('3.10a')"
+    with pytest.raises(TypeError):   # int against str, as in distutils on Python 3
+        LooseVersion("1.5.2") < LooseVersion("1.5b2")
+    stdlib = _stdlib_distutils_version()
+    if stdlib is None:
+        return   # Python 3.12+: no reference left to compare with, the expectations above hold
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert _comparisons(stdlib.LooseVersion, _LOOSE_ORDER) == _comparisons(
+            LooseVersion, _LOOSE_ORDER)
+        for v in ("1.26.4", "2.0.0rc1", "3.10a"):
+            assert (stdlib.LooseVersion(v).version, repr(stdlib.LooseVersion(v))) == (
+                LooseVersion(v).version, repr(LooseVersion(v)))
+        with pytest.raises(TypeError):
+            stdlib.LooseVersion("1.5.2") < stdlib.LooseVersion("1.5b2")
 
 
 def test_distutils_not_served_without_mxnet_import(python):
@@ -512,6 +606,69 @@ def test_clip_global_norm_scale_as_numpy_1():
     got_norm = gluon.utils.clip_global_norm([arr], 0.5)
     assert got_norm == norm
     assert arr.asnumpy()[0] == np.float32(value) * np.float32(scale64)
+
+
+needs_no_tostring = pytest.mark.skipif(
+    hasattr(np.ndarray, "tostring"), reason="NumPy %s still has ndarray.tostring (removed in "
+                                            "2.3)" % np.__version__)
+
+
+@needs_no_tostring
+def test_recordio_pack_fails_without_mxcompat(unpatched):
+    header = mx.recordio.IRHeader(0, [1.5, 2.0], 7, 0)
+    with pytest.raises(AttributeError) as info:
+        mx.recordio.pack(header, b"payload")
+    assert "tostring" in str(info.value)
+
+
+def test_recordio_pack_array_label_in_threads():
+    # The label's bytes come first, flag counts them, label is 0: unpack reads them back.
+    import threading
+    results = {}
+
+    def pack(i):
+        header = mx.recordio.IRHeader(0, np.arange(i + 1, dtype=np.float64) + 0.5, i, 0)
+        results[i] = mx.recordio.unpack(mx.recordio.pack(header, b"payload%d" % i))
+    threads = [threading.Thread(target=pack, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(8):
+        header, payload = results[i]
+        assert (header.flag, header.id, payload) == (i + 1, i, b"payload%d" % i)
+        assert header.label.dtype == np.float32
+        assert header.label.tolist() == [k + 0.5 for k in range(i + 1)]
+    assert mx.recordio.np is np     # MXNet's module is never changed
+
+
+def test_recordio_pack_img_round_trip():
+    cv2 = getattr(mx.recordio, "cv2", None)
+    if cv2 is None:
+        pytest.skip("mx.recordio.pack_img needs OpenCV, which this env lacks (the numpy24 "
+                    "envs install opencv-python-headless)")
+    img = (np.arange(4 * 5 * 3) * 7 % 256).astype(np.uint8).reshape(4, 5, 3)
+    header = mx.recordio.IRHeader(0, [1.5, 2.0], 7, 0)
+    packed = mx.recordio.pack_img(header, img, quality=3, img_fmt=".png")
+    ok, png = cv2.imencode(".png", img, [cv2.IMWRITE_PNG_COMPRESSION, 3])
+    assert ok
+    assert packed == mx.recordio.pack(header, png.tobytes())
+    got_header, got_img = mx.recordio.unpack_img(packed)
+    assert (got_header.flag, got_header.id, got_header.label.tolist()) == (2, 7, [1.5, 2.0])
+    assert got_img.dtype == np.uint8 and np.array_equal(got_img, img)
+    assert mx.recordio.cv2 is cv2
+
+
+@needs_no_tostring
+def test_recordio_pack_img_fails_without_mxcompat(unpatched):
+    cv2 = getattr(mx.recordio, "cv2", None)
+    if cv2 is None:
+        pytest.skip("mx.recordio.pack_img needs OpenCV, which this env lacks (the numpy24 "
+                    "envs install opencv-python-headless)")
+    with pytest.raises(AttributeError) as info:
+        mx.recordio.pack_img(mx.recordio.IRHeader(0, 1.0, 7, 0),
+                             np.zeros((2, 2, 3), dtype=np.uint8), img_fmt=".png")
+    assert "tostring" in str(info.value)
 
 
 def test_metric_seed_pickles_as_float():
