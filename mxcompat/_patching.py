@@ -302,8 +302,9 @@ def _restore(records):
             # Other code wrapped over ours since (ddtrace, OpenTelemetry: wrapt proxies):
             # take ours out from beneath theirs, so their wrapper survives.  Replaced
             # outright (not wrapped), the attribute is theirs: leave it.
+            # An attribute we added (no wrapper of ours beneath theirs) stays: theirs needs it.
             outer = _outer_of(current, installed)
-            if outer is not None:
+            if outer is not None and isinstance(installed, _PROXY):
                 outer.__wrapped__ = installed.__wrapped__
             continue
         if owned:

@@ -541,3 +541,20 @@ def test_declared_wrapt_floor():
     expected = os.environ.get("EXPECT_WRAPT")
     if expected is not None:
         assert wrapt.__version__ == expected and expected.startswith(floor + ".")
+
+
+def test_a_wrapt_wrapper_over_an_added_attribute_keeps_it():
+    import wrapt
+    from mxnet.module import Module
+    added = vars(Module)["to_gluon"]
+    theirs = wrapt.wrap_function_wrapper(Module, "to_gluon",
+                                         lambda wrapped, instance, args, kwargs: "theirs")
+    try:
+        mxcompat.unpatch("convert")
+        # Ours was an added attribute: nothing of MXNet's lies beneath to splice to.
+        assert "convert" not in mxcompat.patched()
+        assert vars(Module)["to_gluon"] is theirs and theirs.__wrapped__ is added
+    finally:
+        del Module.to_gluon
+        mxcompat.patch()
+    assert vars(Module)["to_gluon"] is added
