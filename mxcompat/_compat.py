@@ -60,7 +60,9 @@ def parse_version(text):
     """``'1.8.0.post0'`` → ``(1, 8, 0)``; ``'2.0.0b1'`` → ``(2, 0, 0)``; junk → ``None``.
 
     Installs are named mxnet, mxnet-cu112, mxnet-mkl…, so the package's own
-    ``__version__`` is read, never the distribution name.
+    ``__version__`` is read, never the distribution name.  Hand-written rather than
+    ``packaging.version``: the release triple is all mxcompat compares, and a runtime
+    dependency for it would be one more package in every legacy environment.
     """
     match = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", str(text))
     if not match:

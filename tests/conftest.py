@@ -73,20 +73,10 @@ def pytest_configure(config):
 
 
 def _matches(spec, version):
-    for clause in spec.split(","):
-        clause = clause.strip()
-        for op in (">=", "<=", "==", ">", "<"):
-            if clause.startswith(op):
-                wanted = _compat.parse_version(clause[len(op):])
-                have = version[:len(wanted)]
-                ok = {">=": have >= wanted, "<=": have <= wanted, "==": have == wanted,
-                      ">": have > wanted, "<": have < wanted}[op]
-                if not ok:
-                    return False
-                break
-        else:
-            raise ValueError("bad requires_mxnet spec %r" % spec)
-    return True
+    """Whether the release ``version`` (a tuple) satisfies the PEP 440 ``spec`` (">=1.6",
+    "<1.5, >=1.3"), with packaging's specifiers (pytest depends on packaging)."""
+    from packaging.specifiers import SpecifierSet
+    return SpecifierSet(spec).contains(".".join(str(p) for p in version))
 
 
 def pytest_runtest_setup(item):
