@@ -710,3 +710,41 @@ def test_results_match_the_reference_environment(reference):
             np.__version__, sys.version.split()[0], where, env,
             "\n".join(["missing: %s" % k for k in missing[:20]] +
                       ["extra: %s" % k for k in extra[:20]] + different[:40])))
+
+
+# --- NumPy 2.5: no Python scalar from a 1-element array (while_loop's max_iterations) --------
+
+needs_numpy25 = pytest.mark.skipif(
+    NUMPY_VERSION < numpy2.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY,
+    reason="int() of a 1-element array with ndim > 0 works up to NumPy 2.4 (this is NumPy %s)"
+           % np.__version__)
+
+
+def _count_loop(front, limit):
+    # Counts i from 0 while i < 100: the limit alone ends the loop, so every output row is set.
+    outs, states = front.contrib.while_loop(
+        lambda i: i < 100, lambda i: ([i * 2], [i + 1]),
+        [mx.nd.array([0]) if front is mx.nd else mx.sym.var("i")], max_iterations=limit)
+    if front is mx.sym:
+        exe = mx.sym.Group(list(outs) + list(states)).bind(mx.cpu(), {"i": mx.nd.array([0])})
+        outs, states = exe.forward()[:1], exe.forward()[1:]
+    return outs[0].asnumpy().ravel().tolist(), states[0].asnumpy().tolist()
+
+
+@pytest.mark.parametrize("front", ["nd", "sym"])
+def test_while_loop_max_iterations_as_numpy_array(front):
+    front = getattr(mx, front)
+    assert _count_loop(front, np.array([3])) == ([0.0, 2.0, 4.0], [3.0])
+    assert _count_loop(front, np.array([[2]], dtype=np.int32)) == ([0.0, 2.0], [2.0])
+    assert _count_loop(front, np.array([3.7])) == ([0.0, 2.0, 4.0], [3.0])   # int() truncates
+    assert _count_loop(front, 4) == ([0.0, 2.0, 4.0, 6.0], [4.0])
+
+
+@needs_numpy25
+@pytest.mark.parametrize("front", ["nd", "sym"])
+def test_while_loop_max_iterations_array_fails_without_mxcompat(unpatched, front):
+    with pytest.raises(ValueError, match="Cannot convert max_iteration to python int") as info:
+        _count_loop(getattr(mx, front), np.array([3]))
+    cause = info.value.__context__
+    assert isinstance(cause, TypeError)
+    assert str(cause) == "only 0-dimensional arrays can be converted to Python scalars"
