@@ -1,5 +1,5 @@
 """MXNet's Python layer on NumPy 2's new behaviour: scalar reprs (NEP 51), promotion (NEP 50),
-removed ``ndarray.tostring``, no Python scalar from a 1-element array (NumPy 2.5).
+removed ``ndarray.tostring``, no Python scalar from a 1-element array (NumPy 2.4).
 
 * NEP 51: ``repr(np.int64(16))`` is ``'np.int64(16)'``, so ``str((np.int64(2), 3))`` is
   ``'(np.int64(2), 3)'``.  MXNet sends operator parameters to its C++ core as ``str(value)``,
@@ -21,8 +21,8 @@ removed ``ndarray.tostring``, no Python scalar from a 1-element array (NumPy 2.5
   module's namespace in which ``np.asarray`` (``pack``) and ``cv2.imencode`` (``pack_img``)
   return views that still have ``tostring``; the module itself is never changed, so this is
   safe with threads.
-* NumPy 2.5 refuses ``int()``/``float()``/``complex()``/``operator.index()`` of an array with
-  ndim > 0 ("only 0-dimensional arrays can be converted to Python scalars"; NumPy 1.25-2.4
+* NumPy 2.4 refuses ``int()``/``float()``/``complex()``/``operator.index()`` of an array with
+  ndim > 0 ("only 0-dimensional arrays can be converted to Python scalars"; NumPy 1.25-2.3
   warned, NumPy 1 took the one element).  ``mx.nd.contrib.while_loop`` and
   ``mx.sym.contrib.while_loop`` take ``max_iterations`` as "a numpy ndarray" too (their
   ``_to_python_scalar`` says so) and call ``int()`` on it: mxcompat passes a 1-element array
@@ -32,10 +32,10 @@ removed ``ndarray.tostring``, no Python scalar from a 1-element array (NumPy 2.5
   (``float``/``int``/``complex``/``round``/``math.*``/``operator.index``/``range`` and
   ``%``-formatting of values from ``.asnumpy()``, ``np.*`` or ``asscalar``, and conversions of
   a function's own parameters), each candidate run on MXNet 1.9.1 and 1.5.1 with NumPy 2.5.5
-  and compared with the same release on NumPy 1.23.5:
+  (and the breaks with 2.4.6) and compared with the same release on NumPy 1.23.5:
 
   =========================================  ==============================================
-  where (same code in 1.3.1 … 1.9.1)         outcome on NumPy 2.5
+  where (same code in 1.3.1 … 1.9.1)         outcome on NumPy >= 2.4
   =========================================  ==============================================
   ``ndarray/contrib.py`` ``while_loop``:     **broken** (``ValueError: Cannot convert
   ``_to_python_scalar`` ``type_(inputs)``    max_iteration to python int``); fixed here
@@ -95,8 +95,9 @@ def _numpy2():
 
 
 # int()/float()/complex()/operator.index() of an array with ndim > 0 raise TypeError from
-# NumPy 2.5 (deprecated in 1.25; NumPy 1 converted the one element).
-NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY = (2, 5)
+# NumPy 2.4 (deprecated in 1.25; NumPy 1 converted the one element).  Checked: 2.4.6 and 2.5.5
+# raise, 2.1.3 warns.
+NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY = (2, 4)
 
 
 # --- NEP 51: parameters as NumPy 1 wrote them ----------------------------------------------
@@ -339,7 +340,7 @@ def _wrap_pack_img(wrapped, instance, args, kwargs):
     return _call_with(wrapped, args, kwargs, cv2=_Overlay(cv2, imencode=imencode))
 
 
-# --- int() of a 1-element array (refused from NumPy 2.5) in while_loop ---------------------
+# --- int() of a 1-element array (refused from NumPy 2.4) in while_loop ---------------------
 
 def _wrap_while_loop(wrapped, instance, args, kwargs):
     # while_loop(cond, func, loop_vars, max_iterations=None[, name]) runs int(max_iterations),
@@ -423,5 +424,5 @@ class _NumPy2Patch(Patch):
 register(_NumPy2Patch(PATCH, "MXNet's Python layer on NumPy 2: NumPy 1 scalar reprs in operator "
                             "parameters (NEP 51), NumPy 1 promotion in metric sums (NEP 50), "
                             "tobytes for the removed ndarray.tostring, while_loop's "
-                            "max_iterations as a 1-element array (NumPy >= 2.5).", targets=_targets(),
+                            "max_iterations as a 1-element array (NumPy >= 2.4).", targets=_targets(),
                       on_apply=_on_apply, on_remove=_on_remove))

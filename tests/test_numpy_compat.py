@@ -712,11 +712,11 @@ def test_results_match_the_reference_environment(reference):
                       ["extra: %s" % k for k in extra[:20]] + different[:40])))
 
 
-# --- NumPy 2.5: no Python scalar from a 1-element array (while_loop's max_iterations) --------
+# --- NumPy 2.4: no Python scalar from a 1-element array (while_loop's max_iterations) --------
 
-needs_numpy25 = pytest.mark.skipif(
+needs_numpy24 = pytest.mark.skipif(
     NUMPY_VERSION < numpy2.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY,
-    reason="int() of a 1-element array with ndim > 0 works up to NumPy 2.4 (this is NumPy %s)"
+    reason="int() of a 1-element array with ndim > 0 works up to NumPy 2.3 (this is NumPy %s)"
            % np.__version__)
 
 
@@ -740,7 +740,7 @@ def test_while_loop_max_iterations_as_numpy_array(front):
     assert _count_loop(front, 4) == ([0.0, 2.0, 4.0, 6.0], [4.0])
 
 
-@needs_numpy25
+@needs_numpy24
 @pytest.mark.parametrize("front", ["nd", "sym"])
 def test_while_loop_max_iterations_array_fails_without_mxcompat(unpatched, front):
     with pytest.raises(ValueError, match="Cannot convert max_iteration to python int") as info:
