@@ -28,40 +28,40 @@ removed ``ndarray.tostring``, no Python scalar from a 1-element array (NumPy 2.4
   ``_to_python_scalar`` says so) and call ``int()`` on it: mxcompat passes a 1-element array
   as the 0-d array of its element, so ``int()`` gives what NumPy 1 gave.
 
-  What MXNet's own code converts, found by an ``ast`` scan of 1.3.1, 1.4.1, 1.5.1 and 1.9.1
-  (``float``/``int``/``complex``/``round``/``math.*``/``operator.index``/``range`` and
-  ``%``-formatting of values from ``.asnumpy()``, ``np.*`` or ``asscalar``, and conversions of
-  a function's own parameters), each candidate run on MXNet 1.9.1 and 1.5.1 with NumPy 2.5.5
-  (and the breaks with 2.4.6) and compared with the same release on NumPy 1.23.5:
+  Where MXNet's own code makes Python scalars (``tests/_mxnet_scalar_conversions.py``, an
+  ``ast`` scan of 1.3.1 … 1.9.1; every candidate run on 1.9.1 and 1.5.1 with NumPy 2.5.5 and
+  compared with NumPy 1.23.5; ``tests/test_numpy_compat.py`` holds the verdict of each of the
+  82 and fails on a new one):
 
-  =========================================  ==============================================
-  where (same code in 1.3.1 … 1.9.1)         outcome on NumPy >= 2.4
-  =========================================  ==============================================
-  ``ndarray/contrib.py`` ``while_loop``:     **broken** (``ValueError: Cannot convert
-  ``_to_python_scalar`` ``type_(inputs)``    max_iteration to python int``); fixed here
-  (1.3.1:325, 1.5.1:327, 1.9.1:330)
-  ``symbol/contrib.py`` the same (1.3.1:456,  **broken**, the same; fixed here
-  1.5.1/1.9.1:453)
-  ``cond``'s ``_to_python_scalar(pred,       harmless: ``bool()`` of a 1-element array is
-  bool)``, ``loss_scaler.py:56``             still allowed
-  ``bool(gpu_output.asnumpy())``
-  ``asscalar`` (``asnumpy()[0]``), metrics,  harmless: indexing or reductions give NumPy
-  ``monitor``, ``initializer`` stats,        scalars, never 1-element arrays
-  ``clip_global_norm``, ``quantization``
-  ``min_range``/``float(quantized_bins[j])``
-  ``int(np.prod(...))``, ``range(np.prod)``  harmless: 0-d results
-  (``initializer``, ``test_utils``)
-  ``image.random_size_crop``                 harmless: ``np.sqrt`` of a Python float
-  ``round(np.sqrt(...))``
-  ``float(value)`` in NDArray ``__setitem__``  harmless: only reached for ``numeric_types``
-  / ``__iadd__``…/``_ufunc_helper``          (NumPy scalars, not arrays)
-  ``detection._check_satisfy_constraints``   harmless: MXNet passes Python ints
-  ``float(xmin)``…, ``crop_box``, labels
-  ``Xavier(magnitude)``, ``random.seed``,    not MXNet's: the caller's value, documented
-  ``sym.full(val)``, ``gen_buckets_probs``   as a Python number
-  ``test_utils.assert_almost_equal``'s       cosmetic only: prints ``(np.int64(1),)``
-  "Location of error" message                (NEP 51 repr), works
-  =========================================  ==============================================
+  ===================================================  ===================================
+  where (releases: file:line)                          on NumPy >= 2.4
+  ===================================================  ===================================
+  ``nd.contrib.while_loop`` ``int(max_iterations)``    **broken**: "Cannot convert
+  via ``_to_python_scalar`` (1.3.1 ndarray/contrib     max_iteration to python int";
+  :325, 1.5.1 :327, 1.9.1 :330; symbol/contrib :456,   fixed here
+  1.5.1/1.9.1 :453)
+  ``cond``'s ``bool(pred)``, ``loss_scaler``'s         fine: ``bool()`` of a 1-element
+  ``bool(gpu_output.asnumpy())``                       array is still allowed
+  ``asscalar`` (``asnumpy()[0]``), metrics, monitor,   fine: NumPy scalars or Python
+  initializer stats, ``clip_global_norm``,             numbers, never 1-element arrays
+  quantization ranges and histograms, detection
+  crops, lr schedulers
+  ``float(value)`` in NDArray ``__setitem__``,         fine: reached only for scalars
+  ``__iadd__`` …, ``_ufunc_helper``
+  ``int(np.prod(shape))``, ``range(np.prod(...))``     fine: 0-d results
+  ``%``-formatted messages (``test_utils``,            fine; they print NumPy 2 reprs
+  quantization logs)                                   (``(np.int64(1),)``), cosmetic
+  ``Xavier(magnitude)``, ``mx.random.seed``,           the caller's value, documented as
+  ``sym.full(val)``, profiler counters                 a Python number
+  ===================================================  ===================================
+
+  The other removals of NumPy 2.3-2.5 reach no MXNet code (an ``ast`` scan of 1.3.1 … 1.9.1
+  for each):
+  ``np.reshape(newshape=)`` (only ``mx.np``'s own operator has that keyword),
+  ``np.sum(generator)`` (none), ``np.nonzero`` of a 0-d array (``broadcast_to``: 1-d only),
+  ``np.array(copy=False)`` (none; ``astype(copy=False)`` is MXNet's own or allowed),
+  ``np.fromstring`` (none), setting ``ndarray.shape``/``strides`` (only MXNet and ctypes
+  objects), ``np.core`` (``moveaxis``: still works, with NumPy's ``DeprecationWarning``).
 
 NumPy's own settings (print options, promotion state) are never touched.  The patch applies
 only on NumPy 2 (on NumPy 1 nothing is wrapped).  It costs about 1 µs per operator call
