@@ -1,5 +1,5 @@
 """MXNet's Python layer on NumPy 2's new behaviour: scalar reprs (NEP 51), promotion (NEP 50),
-removed ``ndarray.tostring``.
+removed ``ndarray.tostring``, no Python scalar from a 1-element array (NumPy 2.4).
 
 * NEP 51: ``repr(np.int64(16))`` is ``'np.int64(16)'``, so ``str((np.int64(2), 3))`` is
   ``'(np.int64(2), 3)'``.  MXNet sends operator parameters to its C++ core as ``str(value)``,
@@ -21,6 +21,47 @@ removed ``ndarray.tostring``.
   module's namespace in which ``np.asarray`` (``pack``) and ``cv2.imencode`` (``pack_img``)
   return views that still have ``tostring``; the module itself is never changed, so this is
   safe with threads.
+* NumPy 2.4 refuses ``int()``/``float()``/``complex()``/``operator.index()`` of an array with
+  ndim > 0 ("only 0-dimensional arrays can be converted to Python scalars"; NumPy 1.25-2.3
+  warned, NumPy 1 took the one element).  ``mx.nd.contrib.while_loop`` and
+  ``mx.sym.contrib.while_loop`` take ``max_iterations`` as "a numpy ndarray" too (their
+  ``_to_python_scalar`` says so) and call ``int()`` on it: mxcompat passes a 1-element array
+  as the 0-d array of its element, so ``int()`` gives what NumPy 1 gave.
+
+  Where MXNet's own code makes Python scalars (``tests/_mxnet_scalar_conversions.py``, an
+  ``ast`` scan of 1.3.1 … 1.9.1; every candidate run on 1.9.1 and 1.5.1 with NumPy 2.5.5 and
+  compared with NumPy 1.23.5; ``tests/test_numpy_compat.py`` holds the verdict of each of the
+  82 and fails on a new one):
+
+  ===================================================  ===================================
+  where (releases: file:line)                          on NumPy >= 2.4
+  ===================================================  ===================================
+  ``nd.contrib.while_loop`` ``int(max_iterations)``    **broken**: "Cannot convert
+  via ``_to_python_scalar`` (1.3.1 ndarray/contrib     max_iteration to python int";
+  :325, 1.5.1 :327, 1.9.1 :330; symbol/contrib :456,   fixed here
+  1.5.1/1.9.1 :453)
+  ``cond``'s ``bool(pred)``, ``loss_scaler``'s         fine: ``bool()`` of a 1-element
+  ``bool(gpu_output.asnumpy())``                       array is still allowed
+  ``asscalar`` (``asnumpy()[0]``), metrics, monitor,   fine: NumPy scalars or Python
+  initializer stats, ``clip_global_norm``,             numbers, never 1-element arrays
+  quantization ranges and histograms, detection
+  crops, lr schedulers
+  ``float(value)`` in NDArray ``__setitem__``,         fine: reached only for scalars
+  ``__iadd__`` …, ``_ufunc_helper``
+  ``int(np.prod(shape))``, ``range(np.prod(...))``     fine: 0-d results
+  ``%``-formatted messages (``test_utils``,            fine; they print NumPy 2 reprs
+  quantization logs)                                   (``(np.int64(1),)``), cosmetic
+  ``Xavier(magnitude)``, ``mx.random.seed``,           the caller's value, documented as
+  ``sym.full(val)``, profiler counters                 a Python number
+  ===================================================  ===================================
+
+  The other removals of NumPy 2.3-2.5 reach no MXNet code (an ``ast`` scan of 1.3.1 … 1.9.1
+  for each):
+  ``np.reshape(newshape=)`` (only ``mx.np``'s own operator has that keyword),
+  ``np.sum(generator)`` (none), ``np.nonzero`` of a 0-d array (``broadcast_to``: 1-d only),
+  ``np.array(copy=False)`` (none; ``astype(copy=False)`` is MXNet's own or allowed),
+  ``np.fromstring`` (none), setting ``ndarray.shape``/``strides`` (only MXNet and ctypes
+  objects), ``np.core`` (``moveaxis``: still works, with NumPy's ``DeprecationWarning``).
 
 NumPy's own settings (print options, promotion state) are never touched.  The patch applies
 only on NumPy 2 (on NumPy 1 nothing is wrapped).  It costs about 1 µs per operator call
@@ -36,17 +77,27 @@ from ._util import bind_arguments
 
 PATCH = "numpy2"
 
-_state = {"on": False, "np": None, "tostring": None}
+_state = {"on": False, "np": None, "tostring": None, "one_element": False}
 
 
-def _numpy2():
+def _numpy_at_least(version):
     np = sys.modules.get("numpy")
     if np is None:
         return False
     try:
-        return int(np.__version__.split(".")[0]) >= 2
+        return tuple(int(p) for p in np.__version__.split(".")[:2]) >= version
     except ValueError:
         return False
+
+
+def _numpy2():
+    return _numpy_at_least((2, 0))
+
+
+# int()/float()/complex()/operator.index() of an array with ndim > 0 raise TypeError from
+# NumPy 2.4 (deprecated in 1.25; NumPy 1 converted the one element).  Checked: 2.4.6 and 2.5.5
+# raise, 2.1.3 warns.
+NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY = (2, 4)
 
 
 # --- NEP 51: parameters as NumPy 1 wrote them ----------------------------------------------
@@ -289,12 +340,28 @@ def _wrap_pack_img(wrapped, instance, args, kwargs):
     return _call_with(wrapped, args, kwargs, cv2=_Overlay(cv2, imencode=imencode))
 
 
+# --- int() of a 1-element array (refused from NumPy 2.4) in while_loop ---------------------
+
+def _wrap_while_loop(wrapped, instance, args, kwargs):
+    # while_loop(cond, func, loop_vars, max_iterations=None[, name]) runs int(max_iterations),
+    # documented to take a NumPy array: a 1-element one goes in as the 0-d array of its
+    # element, which int() converts as NumPy 1 converted the 1-element array.
+    if _state["on"] and _state["one_element"]:
+        bound = bind_arguments(wrapped, args, kwargs)
+        value = bound.arguments.get("max_iterations")
+        if isinstance(value, _state["np"].ndarray) and value.ndim > 0 and value.size == 1:
+            bound.arguments["max_iterations"] = value.reshape(())
+            return wrapped(*bound.args, **bound.kwargs)
+    return wrapped(*args, **kwargs)
+
+
 # --- targets --------------------------------------------------------------------------------
 
 def _on_apply():
     _state["np"] = sys.modules.get("numpy")
     _state["on"] = _numpy2()
     _state["tostring"] = _tostring_class(_state["np"])
+    _state["one_element"] = _numpy_at_least(NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY)
 
 
 def _on_remove():
@@ -333,6 +400,8 @@ def _targets():
         Target("mxnet.gluon.utils", "clip_global_norm", _wrap_clip_global_norm),
         Target("mxnet.recordio", "pack", _wrap_pack),
         Target("mxnet.recordio", "pack_img", _wrap_pack_img),
+        Target("mxnet.ndarray.contrib", "while_loop", _wrap_while_loop),
+        Target("mxnet.symbol.contrib", "while_loop", _wrap_while_loop),
     ]
     # io.py up to 1.3, the io package (io/io.py, re-exported by io/__init__) from 1.4.
     for module in ("mxnet.io", "mxnet.io.io"):
@@ -354,5 +423,6 @@ class _NumPy2Patch(Patch):
 
 register(_NumPy2Patch(PATCH, "MXNet's Python layer on NumPy 2: NumPy 1 scalar reprs in operator "
                             "parameters (NEP 51), NumPy 1 promotion in metric sums (NEP 50), "
-                            "tobytes for the removed ndarray.tostring.", targets=_targets(),
+                            "tobytes for the removed ndarray.tostring, while_loop's "
+                            "max_iterations as a 1-element array (NumPy >= 2.4).", targets=_targets(),
                       on_apply=_on_apply, on_remove=_on_remove))

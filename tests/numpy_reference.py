@@ -4,7 +4,7 @@
 release has, ``mx.nd`` (and ``mx.np`` from 1.6) arithmetic with NumPy and Python scalars and
 arrays, a few steps of Gluon training (DataLoader over NumPy data, split_and_load,
 clip_global_norm, SGD and Adam, hybridized or not), ``Module.fit``/``score``/``predict``,
-every metric, save/load of parameters and checkpoints, and recordio packing; every result
+every metric, save/load of parameters and checkpoints, recordio packing and ``while_loop``; every result
 becomes a NumPy array (values, dtype names and type names as strings).
 
 ``tests/test_numpy_compat.py`` runs it in-process (mxcompat patched) and, as the reference,
@@ -412,6 +412,35 @@ def data_io(rec, np, mx):
     rec.run("io/one_hot", lambda: mx.nd.one_hot(mx.nd.array(np.array([0, 2, 1])), 3))
 
 
+def control_flow(rec, np, mx):
+    """``while_loop`` with ``max_iterations`` given as a NumPy array, as MXNet documents (it
+    converts it with ``int()`` itself), for ``mx.nd`` and ``mx.sym``."""
+    # The limit ends every loop: output rows past the last step would be undefined memory.
+    def cond(i, s):
+        return i < 100
+
+    def body(i, s):
+        return [i * 2], [i + 1, s + i]
+
+    limits = [("int", lambda: 6), ("array[1]", lambda: np.array([6])),
+              ("array[1,1]", lambda: np.array([[2]], dtype=np.int32)),
+              ("array[1] float", lambda: np.array([3.7])), ("array 0-d", lambda: np.array(6))]
+    for name, limit in limits:
+        def nd_loop(limit=limit):
+            outs, states = mx.nd.contrib.while_loop(
+                cond, body, [mx.nd.array([0]), mx.nd.array([1])], max_iterations=limit())
+            return list(outs) + list(states)
+
+        def sym_loop(limit=limit):
+            outs, states = mx.sym.contrib.while_loop(
+                cond, body, [mx.sym.var("i"), mx.sym.var("s")], max_iterations=limit())
+            exe = mx.sym.Group(list(outs) + list(states)).bind(
+                mx.cpu(), {"i": mx.nd.array([0]), "s": mx.nd.array([1])})
+            return exe.forward()
+        rec.run("control/nd while_loop/" + name, nd_loop)
+        rec.run("control/sym while_loop/" + name, sym_loop)
+
+
 def compute():
     import numpy as np
     import mxnet as mx
@@ -424,6 +453,7 @@ def compute():
     save_load(rec, np, mx, tmp)
     metrics(rec, np, mx)
     data_io(rec, np, mx)
+    control_flow(rec, np, mx)
     return rec.out
 
 

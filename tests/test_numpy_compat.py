@@ -21,6 +21,7 @@ from mxcompat import distutils_compat, numpy2, numpy_compat
 import mxnet as mx
 
 import _mxnet_numpy_uses
+import _mxnet_scalar_conversions
 import numpy_reference
 import reference_env
 from conftest import MX_VERSION, subprocess_env
@@ -710,3 +711,235 @@ def test_results_match_the_reference_environment(reference):
             np.__version__, sys.version.split()[0], where, env,
             "\n".join(["missing: %s" % k for k in missing[:20]] +
                       ["extra: %s" % k for k in extra[:20]] + different[:40])))
+
+
+# --- NumPy 2.4: no Python scalar from a 1-element array (while_loop's max_iterations) --------
+
+needs_numpy24 = pytest.mark.skipif(
+    NUMPY_VERSION < numpy2.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY,
+    reason="int() of a 1-element array with ndim > 0 works up to NumPy 2.3 (this is NumPy %s)"
+           % np.__version__)
+
+
+def _count_loop(front, limit):
+    # Counts i from 0 while i < 100: the limit alone ends the loop, so every output row is set.
+    outs, states = front.contrib.while_loop(
+        lambda i: i < 100, lambda i: ([i * 2], [i + 1]),
+        [mx.nd.array([0]) if front is mx.nd else mx.sym.var("i")], max_iterations=limit)
+    if front is mx.sym:
+        exe = mx.sym.Group(list(outs) + list(states)).bind(mx.cpu(), {"i": mx.nd.array([0])})
+        outs, states = exe.forward()[:1], exe.forward()[1:]
+    return outs[0].asnumpy().ravel().tolist(), states[0].asnumpy().tolist()
+
+
+@pytest.mark.parametrize("front", ["nd", "sym"])
+def test_while_loop_max_iterations_as_numpy_array(front):
+    front = getattr(mx, front)
+    assert _count_loop(front, np.array([3])) == ([0.0, 2.0, 4.0], [3.0])
+    assert _count_loop(front, np.array([[2]], dtype=np.int32)) == ([0.0, 2.0], [2.0])
+    assert _count_loop(front, np.array([3.7])) == ([0.0, 2.0, 4.0], [3.0])   # int() truncates
+    assert _count_loop(front, 4) == ([0.0, 2.0, 4.0, 6.0], [4.0])
+
+
+@needs_numpy24
+@pytest.mark.parametrize("front", ["nd", "sym"])
+def test_while_loop_max_iterations_array_fails_without_mxcompat(unpatched, front):
+    with pytest.raises(ValueError, match="Cannot convert max_iteration to python int") as info:
+        _count_loop(getattr(mx, front), np.array([3]))
+    cause = info.value.__context__
+    assert isinstance(cause, TypeError)
+    assert str(cause) == "only 0-dimensional arrays can be converted to Python scalars"
+
+
+# --- every place MXNet's Python code makes a Python scalar, reviewed -------------------------
+
+# What each candidate of the scan (_mxnet_scalar_conversions) gets on NumPy >= 2.4, which
+# refuses int()/float() of an array with ndim > 0 (each checked by running it on 1.9.1 and
+# 1.5.1 with NumPy 2.5.5 against NumPy 1.23.5).
+FIXED = "a 1-element array MXNet documents as accepted: broken, fixed by numpy2"
+SCALAR = "a Python number or NumPy scalar from MXNet itself (indexing, reduction, asscalar)"
+GUARDED = "reached only for numeric_types (scalars); arrays take another branch"
+SHAPE = "np.prod of a shape, len(): 0-d results"
+MESSAGE = "%-formatting of names, shapes, counts or NumPy scalars in a message"
+CALLER = "the caller's value, documented as a Python number or bool (not MXNet's to convert)"
+
+# (file, function, call) -> verdict; the comment names the releases (1.3.1 … 1.9.1) with it.
+SCALAR_CONVERSIONS = {
+    ('mxnet/contrib/quantization.py', '_get_optimal_threshold',
+     "'get_optimal_threshold only supports input type of NDArray, list of NDArrays and np.ndarray, while received type=%s' % str(type(arr))"): MESSAGE,  # 1.3-1.5
+    ('mxnet/contrib/quantization.py', '_get_optimal_threshold',
+     'float(quantized_bins[j])'): SCALAR,  # 1.3-1.5
+    ('mxnet/contrib/quantization.py', 'collect',
+     "'Collecting layer %s histogram of shape %s' % (name, arr.shape)"): MESSAGE,  # 1.6-1.9
+    ('mxnet/contrib/quantization.py', 'collect',
+     "'Collecting layer %s min_range=%f, max_range=%f' % (name, min_range, max_range)"): MESSAGE,  # 1.5-1.9
+    ('mxnet/contrib/quantization.py', 'collect',
+     "'Collecting layer %s output min_range=%f, max_range=%f' % (name, min_range, max_range)"): MESSAGE,  # 1.3-1.4
+    ('mxnet/contrib/tensorrt.py', 'set_use_fp16',
+     'int(status)'): CALLER,  # 1.5-1.7
+    ('mxnet/contrib/tensorrt.py', 'set_use_tensorrt',
+     'int(status)'): CALLER,  # 1.3-1.4
+    ('mxnet/executor.py', 'forward',
+     'int(is_train)'): CALLER,  # 1.3-1.9
+    ('mxnet/executor.py', 'reshape',
+     'int(allow_up_sizing)'): CALLER,  # 1.3-1.9
+    ('mxnet/executor.py', 'reshape',
+     'int(partial_shaping)'): CALLER,  # 1.3-1.9
+    ('mxnet/gluon/contrib/nn/basic_layers.py', '__init__',
+     'int(factor)'): CALLER,  # 1.5-1.9
+    ('mxnet/gluon/data/dataloader.py', '__init__',
+     'int(prefetch)'): CALLER,  # 1.4-1.9
+    ('mxnet/gluon/data/dataset.py', '__init__',
+     "'All arrays must have the same length; array[0] has length %d while array[%d] has %d.' % (self._length, i + 1, len(data))"): MESSAGE,  # 1.3-1.9
+    ('mxnet/image/detection.py', '_check_satisfy_constraints',
+     'float(xmax)'): SCALAR,  # 1.3-1.9
+    ('mxnet/image/detection.py', '_check_satisfy_constraints',
+     'float(xmin)'): SCALAR,  # 1.3-1.9
+    ('mxnet/image/detection.py', '_check_satisfy_constraints',
+     'float(ymax)'): SCALAR,  # 1.3-1.9
+    ('mxnet/image/detection.py', '_check_satisfy_constraints',
+     'float(ymin)'): SCALAR,  # 1.3-1.9
+    ('mxnet/image/image.py', 'random_size_crop',
+     'int(round(np.sqrt(target_area * new_ratio)))'): SCALAR,  # 1.3-1.9
+    ('mxnet/image/image.py', 'random_size_crop',
+     'int(round(np.sqrt(target_area / new_ratio)))'): SCALAR,  # 1.3-1.9
+    ('mxnet/image/image.py', 'random_size_crop',
+     'round(np.sqrt(target_area * new_ratio))'): SCALAR,  # 1.3-1.9
+    ('mxnet/image/image.py', 'random_size_crop',
+     'round(np.sqrt(target_area / new_ratio))'): SCALAR,  # 1.3-1.9
+    ('mxnet/initializer.py', '__init__',
+     'float(magnitude)'): CALLER,  # 1.3-1.9
+    ('mxnet/initializer.py', '_init_bilinear',
+     'range(np.prod(shape))'): SHAPE,  # 1.3-1.9
+    ('mxnet/initializer.py', '_init_weight',
+     'range(np.prod(shape))'): SHAPE,  # 1.3-1.9
+    ('mxnet/lr_scheduler.py', '__call__',
+     'float(num_update)'): SCALAR,  # 1.3
+    ('mxnet/lr_scheduler.py', 'get_warmup_lr',
+     'float(num_update)'): SCALAR,  # 1.4-1.9
+    ('mxnet/ndarray/contrib.py', '_to_python_scalar',
+     'type_(inputs)'): FIXED,  # 1.3-1.9
+    ('mxnet/ndarray/ndarray.py', '__iadd__',
+     'float(other)'): GUARDED,  # 1.3-1.9
+    ('mxnet/ndarray/ndarray.py', '__idiv__',
+     'float(other)'): GUARDED,  # 1.3-1.9
+    ('mxnet/ndarray/ndarray.py', '__imod__',
+     'float(other)'): GUARDED,  # 1.3-1.9
+    ('mxnet/ndarray/ndarray.py', '__imul__',
+     'float(other)'): GUARDED,  # 1.3-1.9
+    ('mxnet/ndarray/ndarray.py', '__isub__',
+     'float(other)'): GUARDED,  # 1.3-1.9
+    ('mxnet/ndarray/ndarray.py', '__repr__',
+     "'\\n%s\\n<%s %s @%s>' % (str(self.asnumpy()), self.__class__.__name__, shape_info, self.context)"): MESSAGE,  # 1.3-1.6
+    ('mxnet/ndarray/ndarray.py', '__repr__',
+     "'\\n%s\\n<%s %s @%s>' % (str(self.asnumpy()), self.__class__.__name__, shape_info, self.ctx)"): MESSAGE,  # 1.7-1.9
+    ('mxnet/ndarray/ndarray.py', '_new_alloc_handle',
+     'int(_DTYPE_NP_TO_MX[dtype_type])'): SCALAR,  # 1.7-1.9
+    ('mxnet/ndarray/ndarray.py', '_new_alloc_handle',
+     'int(_DTYPE_NP_TO_MX[np.dtype(dtype).type])'): SCALAR,  # 1.3-1.9
+    ('mxnet/ndarray/ndarray.py', '_new_alloc_handle',
+     'int(delay_alloc)'): SCALAR,  # 1.3-1.9
+    ('mxnet/ndarray/ndarray.py', '_new_from_shared_mem',
+     'int(_DTYPE_NP_TO_MX[np.dtype(dtype).type])'): SCALAR,  # 1.3-1.9
+    ('mxnet/ndarray/ndarray.py', '_set_nd_basic_indexing',
+     'float(value)'): GUARDED,  # 1.3-1.9
+    ('mxnet/ndarray/ndarray.py', '_set_nd_basic_indexing',
+     'int(value)'): GUARDED,  # 1.7-1.9
+    ('mxnet/ndarray/ndarray.py', '_sync_copyfrom',
+     "'Shape inconsistent: expected %s vs got %s' % (str(self.shape), str(source_array.shape))"): MESSAGE,  # 1.3
+    ('mxnet/ndarray/ndarray.py', '_sync_copyfrom',
+     "'Shape inconsistent: expected %s vs got %s' % (str(source_array.shape), str(self.shape))"): MESSAGE,  # 1.4-1.9
+    ('mxnet/ndarray/ndarray.py', '_ufunc_helper',
+     'float(lhs)'): GUARDED,  # 1.3-1.9
+    ('mxnet/ndarray/ndarray.py', '_ufunc_helper',
+     'float(rhs)'): GUARDED,  # 1.3-1.9
+    ('mxnet/ndarray/ndarray.py', 'indexing_key_expand_implicit_axes',
+     'int(idx.item())'): SCALAR,  # 1.7-1.9
+    ('mxnet/ndarray/ndarray.py', 'moveaxis',
+     "'Got %d' % destination"): MESSAGE,  # 1.5-1.9
+    ('mxnet/ndarray/ndarray.py', 'moveaxis',
+     "'Source should verify 0 <= source < tensor.ndimGot %d' % source"): MESSAGE,  # 1.5-1.9
+    ('mxnet/ndarray/sparse.py', '__setitem__',
+     'float(value)'): GUARDED,  # 1.3-1.9
+    ('mxnet/ndarray/sparse.py', '_new_alloc_handle',
+     'int(_DTYPE_NP_TO_MX[np.dtype(aux_t).type])'): SCALAR,  # 1.3-1.9
+    ('mxnet/ndarray/sparse.py', '_new_alloc_handle',
+     'int(_DTYPE_NP_TO_MX[np.dtype(dtype).type])'): SCALAR,  # 1.3-1.9
+    ('mxnet/ndarray/sparse.py', '_new_alloc_handle',
+     'int(delay_alloc)'): SCALAR,  # 1.3-1.9
+    ('mxnet/optimizer.py', '_get_lbmult',
+     'float(nup)'): SCALAR,  # 1.3
+    ('mxnet/optimizer/optimizer.py', '_get_lbmult',
+     'float(nup)'): SCALAR,  # 1.4-1.9
+    ('mxnet/profiler.py', 'decrement',
+     'int(delta)'): CALLER,  # 1.3-1.9
+    ('mxnet/profiler.py', 'increment',
+     'int(delta)'): CALLER,  # 1.3-1.9
+    ('mxnet/profiler.py', 'set_value',
+     'int(value)'): CALLER,  # 1.3-1.9
+    ('mxnet/random.py', 'seed',
+     'int(seed_state)'): CALLER,  # 1.5-1.9
+    ('mxnet/rnn/io.py', '__init__',
+     'range(len(buckets))'): SHAPE,  # 1.3-1.9
+    ('mxnet/space.py', '__len__',
+     'int(_np.prod([len(x) for x in self.space_map.values()]))'): SHAPE,  # 1.6-1.9
+    ('mxnet/symbol/contrib.py', '_to_python_scalar',
+     'type_(inputs)'): FIXED,  # 1.3-1.9
+    ('mxnet/symbol/symbol.py', 'full',
+     'float(val)'): CALLER,  # 1.3-1.9
+    ('mxnet/symbol/symbol.py', 'simple_bind',
+     "'%s: %s\\n' % (k, v)"): MESSAGE,  # 1.3-1.9
+    ('mxnet/test_utils.py', '_parse_aux_states',
+     "'Symbol aux_states names and given aux_states do not match.symbol aux_names:%s, aux_states.keys:%s' % (str(set(sym.list_auxiliary_states())), str(set(aux_states.keys())))"): MESSAGE,  # 1.5-1.9
+    ('mxnet/test_utils.py', '_parse_location',
+     "'Symbol arguments and keys of the given location do not match.symbol args:%s, location.keys():%s' % (str(set(sym.list_arguments())), str(set(location.keys())))"): MESSAGE,  # 1.3-1.9
+    ('mxnet/test_utils.py', 'assert_almost_equal',
+     "'%3d: Error %f  %s' % (i, rel, locationError(a, b, index, names))"): MESSAGE,  # 1.6-1.9
+    ('mxnet/test_utils.py', 'assert_almost_equal',
+     "'Error %f exceeds tolerance rtol=%e, atol=%e (mismatch %s%f%%).\\n%s' % (relErr, rtol, atol, mismatchDegree, 100 * i / a.size, locationError(a, b, indexErr, names, maxError=True))"): MESSAGE,  # 1.6-1.9
+    ('mxnet/test_utils.py', 'assert_almost_equal',
+     "'Location of %serror: %s, %s=%.8f, %s=%.8f' % (maximum, str(index), names[0], a[index], names[1], b[index])"): MESSAGE,  # 1.6
+    ('mxnet/test_utils.py', 'assert_almost_equal_with_err',
+     "'%3d: Error %f  %s' % (i, rel, locationError(a, b, index, names))"): MESSAGE,  # 1.7-1.9
+    ('mxnet/test_utils.py', 'assert_almost_equal_with_err',
+     "'Error %f exceeds tolerance rtol=%e, atol=%e (mismatch %s%f%%).\\n%s' % (relErr, rtol, atol, mismatchDegree, 100 * i / a.size, locationError(a, b, indexErr, names, maxError=True))"): MESSAGE,  # 1.7-1.9
+    ('mxnet/test_utils.py', 'assert_almost_equal_with_err',
+     "'Error %f exceeds tolerance rtol=%f, atol=%f, etol=%f. Error_rate=%f. Location of maximum error:%s, a=%f, b=%f' % (rel, rtol, atol, etol, err, str(index), a[index], b[index])"): MESSAGE,  # 1.5-1.6
+    ('mxnet/test_utils.py', 'check_consistency',
+     "'Predict Err: ctx %d vs ctx %d at %s' % (i, gt_idx, name)"): MESSAGE,  # 1.8-1.9
+    ('mxnet/test_utils.py', 'check_consistency',
+     "'Predict Err: ctx %d vs ctx %d at %s' % (i, max_idx, name)"): MESSAGE,  # 1.3-1.7
+    ('mxnet/test_utils.py', 'check_consistency',
+     "'Train Err: ctx %d vs ctx %d at %s' % (i, max_idx, name)"): MESSAGE,  # 1.3-1.7
+    ('mxnet/test_utils.py', 'check_speed',
+     '\'Expect dict, get "location"=%s\' % str(location)'): MESSAGE,  # 1.3-1.9
+    ('mxnet/test_utils.py', 'gen_buckets_probs_with_ppf',
+     'float(nbuckets)'): CALLER,  # 1.3-1.9
+    ('mxnet/test_utils.py', 'new_matrix_with_real_eigvals_nd',
+     'int(np.prod(shape[:-2]))'): SHAPE,  # 1.7-1.9
+    ('mxnet/test_utils.py', 'new_matrix_with_real_eigvals_nd',
+     'range(n)'): SHAPE,  # 1.7-1.9
+    ('mxnet/test_utils.py', 'new_sym_matrix_with_real_eigvals_nd',
+     'int(np.prod(shape[:-2]))'): SHAPE,  # 1.7-1.9
+    ('mxnet/test_utils.py', 'new_sym_matrix_with_real_eigvals_nd',
+     'range(n)'): SHAPE,  # 1.7-1.9
+    ('mxnet/test_utils.py', 'numeric_grad',
+     'int(np.prod(v.shape))'): SHAPE,  # 1.6-1.9
+    ('mxnet/test_utils.py', 'numeric_grad',
+     'range(int(np.prod(v.shape)))'): SHAPE,  # 1.6-1.9
+    ('mxnet/test_utils.py', 'numeric_grad',
+     'range(np.prod(v.shape))'): SHAPE,  # 1.3-1.5
+}
+
+
+@pytest.mark.skipif(sys.version_info < (3, 9), reason="the scan needs ast.unparse (Python 3.9+); "
+                    "every release is scanned by its Python 3.12/3.13 envs")
+def test_every_scalar_conversion_in_mxnet_is_reviewed():
+    found = _mxnet_scalar_conversions.scan(_mxnet_numpy_uses.mxnet_dir())
+    assert len(found) > 40, "the scan found too few conversions in MXNet %s" % mx.__version__
+    new = [repr(found[key]) for key in sorted(found) if key not in SCALAR_CONVERSIONS]
+    assert not new, "MXNet %s converts to Python scalars where nobody looked (NumPy >= 2.4 " \
+                    "refuses 1-element arrays): %s" % (mx.__version__, "; ".join(new))
+    fixed = sorted(key[0] for key, verdict in SCALAR_CONVERSIONS.items()
+                   if verdict is FIXED and key in found)
+    assert fixed == ["mxnet/ndarray/contrib.py", "mxnet/symbol/contrib.py"]
