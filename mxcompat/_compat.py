@@ -55,6 +55,18 @@ GLUON_AUX_WRITES_ORDERED = (1, 8)
 # output names, which 1.3/1.4's SymbolBlock then rejects).
 SYMBOL_ITER_BY_INDEX = (1, 5)
 
+# gluon.utils.split_data(..., even_split=False) with a remainder: up to 1.6 the last slice
+# takes all of it (11 rows in 4 slices: 2, 2, 2, 5); from 1.7 it is spread one row each over
+# the first slices, as numpy.array_split does (3, 3, 3, 2).  mxcompat changes neither.
+SPLIT_DATA_SPREADS_REMAINDER = (1, 7)
+# split_data(..., even_split=False) with fewer rows than slices: 1.3 and 1.4 raise
+# ValueError("Too many slices ..."); 1.5 and 1.6 return one slice per row (fewer slices); from
+# 1.7 (SPLIT_DATA_SPREADS_REMAINDER) num_slice slices, the last ones empty for an mx.np array,
+# while an NDArray fails in slice_axis (MXNetError "Invalid begin, end") -- along axis 0 only
+# in 1.7: from 1.8 it is sliced with data[begin:end], which gives the empty slices.
+SPLIT_DATA_FEWER_SLICES = (1, 5)
+SPLIT_DATA_AXIS0_INDEXING = (1, 8)
+
 
 def parse_version(text):
     """``'1.8.0.post0'`` → ``(1, 8, 0)``; ``'2.0.0b1'`` → ``(2, 0, 0)``; junk → ``None``.
