@@ -25,6 +25,8 @@ import os
 import sys
 import warnings
 
+from _mxnet_numpy_uses import mxnet_dir  # one way to find the package for both scans
+
 SKIPPED_PARTS = ("/numpy/", "/ndarray/numpy", "/symbol/numpy", "numpy_extension", "onnx",
                  "/tools/", "/gen_")
 CONVERSIONS = {"float", "int", "complex", "round", "range", "operator.index"}
@@ -100,15 +102,6 @@ def candidates_in_file(path, rel):
                 # Nested functions are walked from their parents too: the innermost wins.
                 found[(rel, func.name, code)] = Candidate(rel, func.name, code, node.lineno)
     return list(found.values())
-
-
-def mxnet_dir():
-    """The installed mxnet package folder, found without importing mxnet."""
-    import importlib.util
-    spec = importlib.util.find_spec("mxnet")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return list(spec.submodule_search_locations)[0]
 
 
 def scan(root):
