@@ -54,6 +54,27 @@ GLUON_AUX_WRITES_ORDERED = (1, 8)
 # item: quadratic, e.g. SymbolBlock.__init__ walks get_internals() so; wrong for duplicate
 # output names, which 1.3/1.4's SymbolBlock then rejects).
 SYMBOL_ITER_BY_INDEX = (1, 5)
+# An integer division by 0 inside MXNet's CPU kernels kills the process with SIGFPE on every
+# release (measured alike on 1.3.1 ... 1.9.1; none raises instead): these operators on
+# integer NDArrays.  `x / s` and `x /= s` call _div_scalar, which converts the scalar to the
+# array's dtype first (int32_array / 0.5 divides by 0); `x / y` and `x /= y` call
+# broadcast_div.  Nothing else traps: `%` gives 0 for a 0 divisor, `0.5 / x` (_rdiv_scalar)
+# does not divide by the cast, NDArray has no `//` (TypeError), and mx.np arrays (1.6+)
+# divide integers into float32 (`/=` on an integer mx.np array is MXNet's type error).
+INT_DIVISION_SIGFPE = {"scalar": ("_div_scalar", "_DivScalar"),
+                       "array": ("broadcast_div", "elemwise_div", "_div", "_Div")}
+# A bool NDArray divides by a scalar from 1.7 (into int64, trapping on a 0 like the integer
+# types); 1.6 rejects it (MXNetError "Unknown type enum 7").  bool / bool is MXNet's error.
+BOOL_SCALAR_DIVISION = (1, 7)
+# An empty integer NDArray divided by an integer array holding a 0 (broadcast_div of (0, 2)
+# by (1, 2)): 1.3 dies with SIGFPE, and 1.4 aborts on an empty broadcast_div whatever the
+# divisor; 1.5 cannot make zero-size NDArrays; from 1.6 they come with NumPy shapes
+# (npx.set_np) and MXNet returns the empty result.
+EMPTY_DIVIDEND_RETURNS = (1, 6)
+# _div_scalar takes is_int from 1.7 (default true: the scalar is converted to the array's
+# dtype); is_int=False divides in floating point, without the trap.  Before 1.7 the argument
+# is ignored: it traps all the same.
+DIV_SCALAR_IS_INT = (1, 7)
 
 # gluon.utils.split_data(..., even_split=False) with a remainder: up to 1.6 the last slice
 # takes all of it (11 rows in 4 slices: 2, 2, 2, 5); from 1.7 it is spread one row each over

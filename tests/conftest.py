@@ -43,6 +43,8 @@ def applicable_patches():
         "distutils": sys.version_info >= (3, 12) and _compat.since(_compat.NUMPY_SUBPACKAGE),
         "numpy2": numpy_major >= 2,
         "python_oo": sys.flags.optimize >= 2,
+        # Every 1.x release traps (_compat.INT_DIVISION_SIGFPE names no release that raises).
+        "int_division": True,
     }
     return tuple(n for n in mxcompat.patch_names() if conditional.get(n, True))
 
