@@ -246,6 +246,33 @@ def _check_numpy(mx, tmp):
     return "added to NumPy %s: %s" % (np.__version__, ", ".join(added))
 
 
+_INT_DIVISION_PROBE = """
+import warnings; warnings.simplefilter("ignore")
+import mxcompat, mxnet as mx
+try:
+    (mx.nd.array([1, 2], dtype="int32") / 0.5).wait_to_read()
+except ZeroDivisionError as err:
+    print(err)
+"""
+
+
+@check("int_division", "int32 NDArray / 0.5 raises ZeroDivisionError; the process lives")
+def _check_int_division(mx, tmp):
+    import signal
+    import subprocess
+    # A subprocess: without the patch MXNet kills the process that divides (SIGFPE).
+    proc = subprocess.run([sys.executable, "-c", _INT_DIVISION_PROBE], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+    if proc.returncode == -signal.SIGFPE:
+        raise AssertionError("int32 NDArray / 0.5 killed the process (SIGFPE)")
+    if proc.returncode != 0:
+        raise AssertionError((proc.stderr.strip().splitlines() or
+                              ["exit %d" % proc.returncode])[-1])
+    if not proc.stdout.startswith("mxcompat: int32 NDArray / 0.5 divides by zero"):
+        raise AssertionError("no ZeroDivisionError: %r" % proc.stdout.strip())
+    return "ZeroDivisionError (plain MXNet: SIGFPE kills the process)"
+
+
 def _versions(mx):
     import numpy
     import wrapt

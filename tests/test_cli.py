@@ -173,6 +173,8 @@ def test_check_passes_and_json():
     assert (by_name["onednn_fc_bias"]["status"], by_name["onednn_fc_bias"]["detail"]) == (
         ("ok", "fc_weight bit for bit, fc_bias trained (plain MXNet with oneDNN: fc_bias "
                "stays fixed)") if ONEDNN_FC else ONEDNN_FC_SKIP)
+    assert (by_name["int_division"]["status"], by_name["int_division"]["detail"]) == (
+        "ok", "ZeroDivisionError (plain MXNet: SIGFPE kills the process)")
 
 
 # Why the onednn_fc_bias check is skipped where the patch does not apply.
@@ -207,6 +209,18 @@ def test_check_onednn_fc_bias_fails_when_that_patch_is_off():
         assert proc.returncode == 0 and result["status"] == "ok"
     else:
         assert proc.returncode == 0 and (result["status"], result["detail"]) == ONEDNN_FC_SKIP
+
+
+def test_check_int_division_fails_when_its_patch_is_off():
+    proc = mxcompat_cmd("check", "--json", env={"MXCOMPAT_DISABLE_PATCHES": "int_division"})
+    report = json.loads(proc.stdout)
+    by_name = {r["name"]: r for r in report["results"]}
+    assert proc.returncode == 1 and report["ok"] is False
+    # The probe died, not mxcompat check.
+    assert (by_name["int_division"]["status"], by_name["int_division"]["detail"]) == (
+        "failed", "AssertionError: int32 NDArray / 0.5 killed the process (SIGFPE)")
+    assert [r["name"] for r in report["results"] if r["status"] == "failed"] == [
+        "int_division"]
 
 
 def test_console_script_is_installed():
