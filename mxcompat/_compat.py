@@ -43,7 +43,9 @@ QUANTIZED_CPU = (1, 8)
 # contrib.quantization accepts quantized_dtype='auto' from 1.5.
 QUANTIZE_AUTO_DTYPE = (1, 5)
 # Module.get_params() works on an unbound module (e.g. from Module.load) from 1.6; before, it
-# asserts the module is bound.
+# asserts the module is bound.  BucketingModule's changed with it (1.6 adds
+# BucketingModule.load); SequentialModule's asserts it is bound on every release.  Every
+# release asserts params_initialized with a bare AssertionError (no message).
 UNBOUND_GET_PARAMS = (1, 6)
 # Up to 1.7 the engine does not order reads of BatchNorm's running statistics after the write
 # that a Gluon training step (autograd backward) makes: a copy pushed right after

@@ -45,6 +45,9 @@ def applicable_patches():
         "python_oo": sys.flags.optimize >= 2,
         # Every 1.x release traps (_compat.INT_DIVISION_SIGFPE names no release that raises).
         "int_division": True,
+        # Every release asserts without a message; before UNBOUND_GET_PARAMS it also refuses
+        # a loaded module, so the patch is needed on both sides of that fact.
+        "unbound_get_params": True,
     }
     return tuple(n for n in mxcompat.patch_names() if conditional.get(n, True))
 
