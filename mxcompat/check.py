@@ -273,6 +273,32 @@ def _check_int_division(mx, tmp):
     return "ZeroDivisionError (plain MXNet: SIGFPE kills the process)"
 
 
+@check("unbound_get_params", "Module.load(...).get_params() before bind; clear error before init")
+def _check_unbound_get_params(mx, tmp):
+    fc = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
+    prefix = os.path.join(tmp, "m")
+    mx.model.save_checkpoint(prefix, 0, fc, {"fc_weight": mx.nd.ones((2, 3)),
+                                             "fc_bias": mx.nd.zeros((2,))}, {})
+    mod = mx.mod.Module.load(prefix, 0, label_names=None)
+    try:
+        arg_params, _ = mod.get_params()
+    except AssertionError as err:
+        raise AssertionError("Module.load(...).get_params() before bind: AssertionError(%r)"
+                             % str(err))
+    if sorted(arg_params) != ["fc_bias", "fc_weight"]:
+        raise AssertionError("loaded parameters %r" % sorted(arg_params))
+    try:
+        mx.mod.Module(fc, label_names=None).get_params()
+    except AssertionError as err:
+        if not str(err).startswith("mxcompat: Module.get_params(): the module has no "
+                                   "parameters yet"):
+            raise AssertionError("get_params() with no parameters: AssertionError(%r)"
+                                 % str(err))
+    else:
+        raise AssertionError("get_params() with no parameters returned")
+    return "the loaded parameters before bind; what to call first when there are none"
+
+
 def _versions(mx):
     import numpy
     import wrapt

@@ -11,7 +11,7 @@ import zipfile
 import pytest
 
 import mxcompat
-from mxcompat import _patching
+from mxcompat import _compat, _patching
 from mxcompat.cli import BOOTSTRAP
 
 from conftest import (MX_VERSION, ONEDNN_FC, ONEDNN_FC_RUNS, applicable_patches,
@@ -175,6 +175,9 @@ def test_check_passes_and_json():
                "stays fixed)") if ONEDNN_FC else ONEDNN_FC_SKIP)
     assert (by_name["int_division"]["status"], by_name["int_division"]["detail"]) == (
         "ok", "ZeroDivisionError (plain MXNet: SIGFPE kills the process)")
+    assert (by_name["unbound_get_params"]["status"],
+            by_name["unbound_get_params"]["detail"]) == (
+        "ok", "the loaded parameters before bind; what to call first when there are none")
 
 
 # Why the onednn_fc_bias check is skipped where the patch does not apply.
@@ -211,16 +214,22 @@ def test_check_onednn_fc_bias_fails_when_that_patch_is_off():
         assert proc.returncode == 0 and (result["status"], result["detail"]) == ONEDNN_FC_SKIP
 
 
-def test_check_int_division_fails_when_its_patch_is_off():
-    proc = mxcompat_cmd("check", "--json", env={"MXCOMPAT_DISABLE_PATCHES": "int_division"})
+def test_check_int_division_and_get_params_fail_when_their_patches_are_off():
+    proc = mxcompat_cmd("check", "--json",
+                        env={"MXCOMPAT_DISABLE_PATCHES": "int_division,unbound_get_params"})
     report = json.loads(proc.stdout)
     by_name = {r["name"]: r for r in report["results"]}
     assert proc.returncode == 1 and report["ok"] is False
     # The probe died, not mxcompat check.
     assert (by_name["int_division"]["status"], by_name["int_division"]["detail"]) == (
         "failed", "AssertionError: int32 NDArray / 0.5 killed the process (SIGFPE)")
+    assert (by_name["unbound_get_params"]["status"],
+            by_name["unbound_get_params"]["detail"]) == (
+        "failed", "AssertionError: get_params() with no parameters: AssertionError('')"
+        if _compat.since(_compat.UNBOUND_GET_PARAMS) else
+        "AssertionError: Module.load(...).get_params() before bind: AssertionError('')")
     assert [r["name"] for r in report["results"] if r["status"] == "failed"] == [
-        "int_division"]
+        "int_division", "unbound_get_params"]
 
 
 def test_console_script_is_installed():
