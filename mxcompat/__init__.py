@@ -15,6 +15,8 @@ from . import labels as _labels  # noqa: E402  (registers "labels")
 from . import onednn_fc_bias as _onednn_fc_bias  # noqa: E402  (registers "onednn_fc_bias")
 from .freeze import (freeze, frozen, frozen_patterns, frozen_report,  # noqa: E402
                      is_frozen, unfreeze)  # (registers "freeze")
+from . import frozen_statistics as _frozen_statistics  # noqa: E402  (registers it)
+from . import fixed_param_names as _fixed_param_names  # noqa: E402  (registers it)
 from .convert import to_gluon, to_module  # noqa: E402  (registers "convert")
 from .quantization import quantize  # noqa: E402
 from . import distutils_compat as _distutils_compat  # noqa: E402  (registers "distutils")

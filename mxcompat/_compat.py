@@ -52,6 +52,10 @@ UNBOUND_GET_PARAMS = (1, 6)
 # Trainer.step can read the previous values (measured: 1.3-1.6 5/40 runs, 1.7 29/40, and 1.7
 # even asnumpy 3/40; 1.8 and 1.9 0/40).  convert.py waits for the engine before copying.
 GLUON_AUX_WRITES_ORDERED = (1, 8)
+# BatchNorm's running mean/variance move during the *backward* of a training step, not in
+# the training forward, on every release (measured on 1.3.1 ... 1.9.1: Module executors and
+# Gluon, hybridized or not, oneDNN or not); frozen_statistics.py works around the backward.
+BATCHNORM_STATS_MOVE_IN_BACKWARD = (1, 3)
 # Symbol.__iter__ goes by index from 1.5; before, by output *name* (one list_outputs() per
 # item: quadratic, e.g. SymbolBlock.__init__ walks get_internals() so; wrong for duplicate
 # output names, which 1.3/1.4's SymbolBlock then rejects).

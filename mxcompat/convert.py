@@ -43,6 +43,7 @@ import threading
 
 from . import _compat
 from ._patching import Patch, Target, register
+from .fixed_param_names import own_fixed_names
 
 # Loss heads that need a label, and what they compute at inference (Module.predict).
 _SOFTMAX_HEADS = ("SoftmaxOutput", "Softmax")   # "Softmax" is the pre-1.0 name, still in JSON
@@ -561,7 +562,8 @@ def _symbol_block(module, args, auxs, values, where):
     with _symbols_iterate_by_index():
         net = mx.gluon.SymbolBlock(symbol, input_vars)
     params = net.collect_params()
-    fixed = set(getattr(module, "_fixed_param_names", None) or ())
+    # The module's own fixed names: the registry's are not the Gluon net's grad_req.
+    fixed = set(own_fixed_names(module) or ())
     marks = []
     for names, source in ((arg_names, args), (aux_names, auxs)):
         for name in names:

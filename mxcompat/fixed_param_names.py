@@ -1,0 +1,94 @@
+"""``module._fixed_param_names`` lists what is frozen: the module's own fixed names and the
+names of its parameters that the ``mxcompat.freeze`` registry matches.
+
+Legacy code reads that attribute to report what stays fixed (a popular translation toolkit
+logs "Fixed model parameters: ..." from it); without this patch it shows only the names given
+to the constructor, never the registry's.  Reading it on a ``Module`` or ``BucketingModule``
+gives the constructor's names, then every other parameter of the module that the live
+registry matches, in the module's parameter order (a BucketingModule knows its parameters
+once bound).  The list is computed at each read, so it follows ``freeze``/``unfreeze``.
+
+Assigning it sets the module's own names, as in MXNet (the registry's are never stored).
+Inside ``Module.bind`` and ``BucketingModule.bind``/``switch_bucket`` MXNet reads the
+attribute to choose ``grad_req`` and to build bucket modules: there it reads the module's own
+names only, because the ``freeze`` patch decides what the registry adds to a bind (and a
+bucket module must not turn today's registry into its own fixed names).  Patch name
+``fixed_param_names``.
+"""
+import threading
+
+# The registry's own objects (lists changed in place), not the module: mxcompat.freeze is
+# the function once the package is imported.
+from .freeze import _patterns, _matches, _module_param_names
+from . import _patching
+from ._patching import Patch, Target, register
+
+PATCH = "fixed_param_names"
+DOC = ("module._fixed_param_names lists the module's fixed names and the parameters the "
+       "mxcompat.freeze registry matches (Module, BucketingModule).")
+
+_ATTR = "_fixed_param_names"
+_local = threading.local()        # .depth: inside MXNet's own bind/switch_bucket
+
+
+class FixedNames(list):
+    """What ``_fixed_param_names`` reads as: a list of names; ``own`` holds the module's own
+    (constructor or assigned) names, without the registry's."""
+
+    __slots__ = ("own",)
+
+
+class _FixedNamesAttribute(object):
+    """Data descriptor on the class: the value is kept in the instance ``__dict__`` under the
+    same name, so removing the descriptor (``unpatch``) leaves plain MXNet attributes."""
+
+    def __get__(self, instance, owner):
+        if instance is None:
+            return self
+        own = instance.__dict__.get(_ATTR)
+        if (own is None or getattr(_local, "depth", 0) or not _patterns
+                or "freeze" not in _patching._active):
+            return own
+        names = _module_param_names(instance)
+        found = _matches(tuple(names))
+        view = FixedNames(own)
+        view.own = own
+        if found is not None:
+            seen = set(own)
+            view.extend(n for n, m in zip(names, found[0]) if m and n not in seen)
+        return view
+
+    def __set__(self, instance, value):
+        if isinstance(value, FixedNames):
+            value = list(value.own)
+        instance.__dict__[_ATTR] = value
+
+    def __delete__(self, instance):
+        del instance.__dict__[_ATTR]
+
+
+def own_fixed_names(module):
+    """The module's own fixed names, whether or not this patch is on."""
+    return module.__dict__.get(_ATTR)
+
+
+def _mxnet_internal(wrapped, instance, args, kwargs):
+    _local.depth = getattr(_local, "depth", 0) + 1
+    try:
+        return wrapped(*args, **kwargs)
+    finally:
+        _local.depth -= 1
+
+
+register(Patch(
+    PATCH, DOC,
+    targets=[
+        Target("mxnet.module.module", "Module." + _ATTR, new=_FixedNamesAttribute()),
+        Target("mxnet.module.bucketing_module", "BucketingModule." + _ATTR,
+               new=_FixedNamesAttribute()),
+        Target("mxnet.module.module", "Module.bind", _mxnet_internal),
+        Target("mxnet.module.bucketing_module", "BucketingModule.bind", _mxnet_internal),
+        Target("mxnet.module.bucketing_module", "BucketingModule.switch_bucket",
+               _mxnet_internal),
+    ],
+))

@@ -1,0 +1,137 @@
+"""Frozen BatchNorm statistics hold still: a registry pattern that matches a running mean or
+variance keeps it bit for bit through training, on Module and Gluon.
+
+``mxcompat.freeze("stage1_*")`` keeps stage 1's weights out of every update, but its
+BatchNorm statistics (a Module's aux states ``*_moving_mean``/``*_moving_var``, a Gluon
+block's ``running_mean``/``running_var`` parameters) are not updated by an optimizer: the
+BatchNorm operator itself moves them, during the *backward* of a training step, on every
+1.x release (``_compat.BATCHNORM_STATS_MOVE_IN_BACKWARD``; the training forward leaves them,
+the tests check both).  So this patch works around the backward only:
+
+- ``Executor.backward`` (every Module, BucketingModule, SequentialModule and FeedForward
+  step goes through it): the executor's aux states that the registry matches are copied
+  before the backward and written back after it;
+- ``NDArray.backward``, ``autograd.backward`` and ``autograd.grad`` (Gluon, hybridized or
+  not; ``mx.np`` arrays too): the same for every live Gluon ``Parameter`` that is not
+  differentiable (a statistic) and matched by the registry.
+
+The forward's math is untouched: a training forward still normalises with the batch's
+statistics, and gradients are the same bit for bit; only the running averages stay where they
+were.  Unfrozen, a statistic moves again from the next backward.  An empty registry costs one
+check per backward.  Copies are made only of frozen statistics (vectors, one per BatchNorm
+channel); the copy is waited for before the backward starts, because MXNet up to 1.7 does not
+order a read of the statistics before the backward that writes them
+(``_compat.GLUON_AUX_WRITES_ORDERED``).
+
+Gluon parameters are known from their construction (``Parameter.__init__``, kept weakly), so a
+parameter created while this patch was off is not held.  A statistic whose deferred
+initialisation has not happened yet (before the first forward) has nothing to hold.
+Patch name ``frozen_statistics``.
+"""
+import threading
+import weakref
+
+# The registry's own objects (lists changed in place), not the module: mxcompat.freeze is
+# the function once the package is imported.
+from .freeze import _patterns, _matches, _version
+from ._patching import Patch, Target, register
+
+PATCH = "frozen_statistics"
+DOC = ("BatchNorm running statistics matched by mxcompat.freeze stay bit for bit through "
+       "training backwards (Module aux states, Gluon running_mean/running_var).")
+
+_lock = threading.Lock()
+_params = weakref.WeakSet()       # every Gluon Parameter built while the patch is on
+_generation = [0]                 # bumped when a Parameter is built: keys the Gluon cache
+_gluon_cache = [None, ()]         # [(registry version, generation), frozen statistics]
+_executor_cache = weakref.WeakKeyDictionary()   # Executor -> (registry version, [aux arrays])
+_settled = [None]                 # the key at which the engine was last drained (see _hold)
+
+
+def _track_parameter(wrapped, instance, args, kwargs):
+    result = wrapped(*args, **kwargs)
+    with _lock:
+        _params.add(instance)
+        _generation[0] += 1
+    return result
+
+
+def _frozen_gluon_statistics(version):
+    key = (version, _generation[0])
+    cached = _gluon_cache
+    if cached[0] == key:
+        return cached[1]
+    with _lock:
+        params = list(_params)
+    names = tuple(p.name for p in params)
+    found = _matches(names)
+    mask = found[0] if found is not None else (False,) * len(params)
+    # Not differentiable: BatchNorm's running statistics (and any other state MXNet's ops
+    # write in place); weights are differentiable and the update path holds them.
+    held = tuple(p for p, m in zip(params, mask) if m and not p._differentiable)
+    _gluon_cache[:] = [key, held]
+    return held
+
+
+def _frozen_aux(executor, version):
+    cached = _executor_cache.get(executor)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    aux = executor.aux_dict
+    names = tuple(aux)
+    found = _matches(names)
+    arrays = [] if found is None else [aux[n] for n, m in zip(names, found[0]) if m]
+    _executor_cache[executor] = (version, arrays)
+    return arrays
+
+
+def _hold(arrays, version, run):
+    """Run ``run()`` (a backward) and give ``arrays`` their values from before it back."""
+    if not arrays:
+        return run()
+    import mxnet as mx
+    if _settled[0] != version:
+        # The first backward after a registry change: a backward of the step before (when
+        # these were not frozen yet) may still be writing them unseen by the engine.
+        mx.nd.waitall()
+        _settled[0] = version
+    saved = [a.copy() for a in arrays]
+    for s in saved:
+        s.wait_to_read()
+    try:
+        return run()
+    finally:
+        with mx.autograd.pause():
+            for s, a in zip(saved, arrays):
+                s.copyto(a)
+
+
+def _wrap_executor_backward(wrapped, instance, args, kwargs):
+    if not _patterns:
+        return wrapped(*args, **kwargs)
+    version = _version[0]
+    return _hold(_frozen_aux(instance, version), version, lambda: wrapped(*args, **kwargs))
+
+
+def _wrap_autograd_backward(wrapped, instance, args, kwargs):
+    if not _patterns:
+        return wrapped(*args, **kwargs)
+    version = _version[0]
+    arrays = []
+    for p in _frozen_gluon_statistics(version):
+        data = p._data
+        if data is not None:          # None: deferred initialisation not done yet
+            arrays.extend(data)
+    return _hold(arrays, version, lambda: wrapped(*args, **kwargs))
+
+
+register(Patch(
+    PATCH, DOC,
+    targets=[
+        Target("mxnet.executor", "Executor.backward", _wrap_executor_backward),
+        Target("mxnet.gluon.parameter", "Parameter.__init__", _track_parameter),
+        Target("mxnet.ndarray.ndarray", "NDArray.backward", _wrap_autograd_backward),
+        Target("mxnet.autograd", "backward", _wrap_autograd_backward),
+        Target("mxnet.autograd", "grad", _wrap_autograd_backward),
+    ],
+))
