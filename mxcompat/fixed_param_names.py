@@ -32,10 +32,45 @@ _local = threading.local()        # .depth: inside MXNet's own bind/switch_bucke
 
 
 class FixedNames(list):
-    """What ``_fixed_param_names`` reads as: a list of names; ``own`` holds the module's own
-    (constructor or assigned) names, without the registry's."""
+    """What ``_fixed_param_names`` reads as: a list of names; ``own`` is the module's own list
+    (constructor or assigned names, without the registry's).
+
+    Changing it in place changes the module's own list, as changing MXNet's list does
+    (``mod._fixed_param_names.append("x")``, ``+=``); ``view + names`` keeps the registry's
+    names out of what is assigned back.  Removing a name only the registry freezes is an
+    error: ``mxcompat.unfreeze`` thaws it.
+    """
 
     __slots__ = ("own",)
+
+    def __add__(self, other):
+        view = FixedNames(list.__add__(self, list(other)))
+        view.own = self.own + list(other)
+        return view
+
+    def __iadd__(self, other):
+        self.extend(other)
+        return self
+
+    def append(self, name):
+        list.append(self, name)
+        self.own.append(name)
+
+    def extend(self, names):
+        names = list(names)
+        list.extend(self, names)
+        self.own.extend(names)
+
+    def insert(self, index, name):
+        list.insert(self, index, name)
+        self.own.insert(index, name)
+
+    def remove(self, name):
+        if name in self and name not in self.own:
+            raise ValueError("mxcompat: %r is frozen by the mxcompat.freeze registry, not "
+                             "fixed by this module: mxcompat.unfreeze(...) thaws it" % (name,))
+        list.remove(self, name)
+        self.own.remove(name)
 
 
 class _FixedNamesAttribute(object):
@@ -55,7 +90,7 @@ class _FixedNamesAttribute(object):
         view.own = own
         if found is not None:
             seen = set(own)
-            view.extend(n for n, m in zip(names, found[0]) if m and n not in seen)
+            list.extend(view, (n for n, m in zip(names, found[0]) if m and n not in seen))
         return view
 
     def __set__(self, instance, value):

@@ -540,11 +540,13 @@ class FrozenReport(object):
                     if self.frozen_statistics else "")))
 
     def __repr__(self):
-        return ("FrozenReport(frozen=%d params/%d elements, trainable=%d params/%d elements, "
-                "statistics=%d moving/%d fixed)"
+        stats = ""
+        if self.statistics:
+            stats = ", statistics=%d moving/%d fixed" % (len(self.moving_statistics),
+                                                         len(self.frozen_statistics))
+        return ("FrozenReport(frozen=%d params/%d elements, trainable=%d params/%d elements%s)"
                 % (self.frozen_params, self.frozen_elements, self.trainable_params,
-                   self.trainable_elements, len(self.moving_statistics),
-                   len(self.frozen_statistics)))
+                   self.trainable_elements, stats))
 
 
 def _size(shape):

@@ -303,8 +303,10 @@ def test_frozen_before_bind_allocates_no_gradient():
         assert grads[name] == [None]
         assert mod._exec_group.execs[0].grad_dict.get(name) is None
     assert grads["fc1_weight"][0] is not None
-    # The registry is not copied into the module: it stays the source of truth.
-    assert mod._fixed_param_names == []
+    # The registry is not copied into the module: it stays the source of truth (the
+    # fixed_param_names patch lists its names at each read).
+    assert mod._fixed_param_names.own == []
+    assert mod._fixed_param_names == ["fc1_bias", "fc2_weight", "fc2_bias"]
 
 
 @pytest.mark.parametrize("onednn_fc_bias", ["patched", "unpatched"])
