@@ -299,6 +299,50 @@ def _check_unbound_get_params(mx, tmp):
     return "the loaded parameters before bind; what to call first when there are none"
 
 
+def _bn_module(mx):
+    import numpy as np
+    net = mx.sym.BatchNorm(mx.sym.Convolution(mx.sym.Variable("data"), num_filter=2,
+                                              kernel=(3, 3), name="conv"),
+                           fix_gamma=False, name="bn")
+    mod = mx.mod.Module(mx.sym.MakeLoss(mx.sym.sum(net)), label_names=None)
+    mod.bind(data_shapes=[("data", (2, 1, 5, 5))])
+    mod.init_params()
+    batch = mx.io.DataBatch([mx.nd.array(np.random.RandomState(0).uniform(size=(2, 1, 5, 5)))])
+    return mod, batch
+
+
+@check("frozen_statistics", "freeze('bn_moving_*') holds BatchNorm statistics through training")
+def _check_frozen_statistics(mx, tmp):
+    import numpy as np
+    import mxcompat
+    mod, batch = _bn_module(mx)
+    aux = mod._exec_group.execs[0].aux_dict
+    mx.nd.waitall()
+    start = {k: v.asnumpy().copy() for k, v in aux.items()}
+    with mxcompat.frozen("bn_moving_mean"):
+        for _ in range(2):
+            mod.forward(batch, is_train=True)
+            mod.backward()
+        mx.nd.waitall()
+    moved = {k: not np.array_equal(start[k], v.asnumpy()) for k, v in aux.items()}
+    if moved != {"bn_moving_mean": False, "bn_moving_var": True}:
+        raise AssertionError("moved %r, expected only bn_moving_var" % moved)
+    return "bn_moving_mean bit for bit, bn_moving_var moved (plain MXNet: both move)"
+
+
+@check("fixed_param_names", "module._fixed_param_names lists what mxcompat.freeze froze")
+def _check_fixed_param_names(mx, tmp):
+    import mxcompat
+    fc = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
+    mod = mx.mod.Module(fc, label_names=None, fixed_param_names=["fc_bias"])
+    with mxcompat.frozen("fc_weight"):
+        names = list(mod._fixed_param_names)
+    if names != ["fc_bias", "fc_weight"]:
+        raise AssertionError("_fixed_param_names %r, expected ['fc_bias', 'fc_weight']"
+                             % names)
+    return "the module's own names and the registry's"
+
+
 def _versions(mx):
     import numpy
     import wrapt

@@ -178,6 +178,10 @@ def test_check_passes_and_json():
     assert (by_name["unbound_get_params"]["status"],
             by_name["unbound_get_params"]["detail"]) == (
         "ok", "the loaded parameters before bind; what to call first when there are none")
+    assert (by_name["frozen_statistics"]["status"], by_name["frozen_statistics"]["detail"]) == (
+        "ok", "bn_moving_mean bit for bit, bn_moving_var moved (plain MXNet: both move)")
+    assert (by_name["fixed_param_names"]["status"], by_name["fixed_param_names"]["detail"]) == (
+        "ok", "the module's own names and the registry's")
 
 
 # Why the onednn_fc_bias check is skipped where the patch does not apply.
@@ -230,6 +234,22 @@ def test_check_int_division_and_get_params_fail_when_their_patches_are_off():
         "AssertionError: Module.load(...).get_params() before bind: AssertionError('')")
     assert [r["name"] for r in report["results"] if r["status"] == "failed"] == [
         "int_division", "unbound_get_params"]
+
+
+def test_check_frozen_statistics_and_fixed_param_names_fail_when_their_patches_are_off():
+    proc = mxcompat_cmd("check", "--json",
+                        env={"MXCOMPAT_DISABLE_PATCHES": "frozen_statistics,fixed_param_names"})
+    report = json.loads(proc.stdout)
+    by_name = {r["name"]: r for r in report["results"]}
+    assert proc.returncode == 1 and report["ok"] is False
+    assert (by_name["frozen_statistics"]["status"], by_name["frozen_statistics"]["detail"]) == (
+        "failed", "AssertionError: moved {'bn_moving_mean': True, 'bn_moving_var': True}, "
+                  "expected only bn_moving_var")
+    assert (by_name["fixed_param_names"]["status"], by_name["fixed_param_names"]["detail"]) == (
+        "failed", "AssertionError: _fixed_param_names ['fc_bias'], expected ['fc_bias', "
+                  "'fc_weight']")
+    assert [r["name"] for r in report["results"] if r["status"] == "failed"] == [
+        "frozen_statistics", "fixed_param_names"]
 
 
 def test_console_script_is_installed():
