@@ -12,7 +12,7 @@ import os
 import platform
 import sys
 
-from . import __version__, _compat, _patching, legacy_numpy
+from . import __version__, _compat, _patching, _traps, legacy_numpy
 
 ENV_FREEZE = "MXCOMPAT_FREEZE"
 BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
@@ -202,12 +202,15 @@ def _patch_table():
             # (MXNet release, Python and NumPy version).
             "applies": bool(supported and patch.applies_to(version)),
             "active": name in active,
+            # The legacy traps it handles, from the one list (README Troubleshooting).
+            "traps": [t.symptom for t in _traps.for_patch(name)],
         })
     numpy = sys.modules.get("numpy")
     versions = {"mxcompat": __version__, "mxnet": getattr(mx, "__version__", None),
                 "python": platform.python_version(),
                 "numpy": getattr(numpy, "__version__", None)}
-    return {"patches": rows, "versions": versions, "error": error}
+    documented = [t.symptom for t in _traps.for_patch(None)]
+    return {"patches": rows, "documented": documented, "versions": versions, "error": error}
 
 
 def _patches(as_json):
@@ -218,10 +221,11 @@ def _patches(as_json):
         out.write("\n")
     else:
         width = max(len(r["name"]) for r in table["patches"])
-        out.write("%-*s  applies  active  fixes\n" % (width, "patch"))
+        out.write("%-*s  applies  active  traps  fixes\n" % (width, "patch"))
         for r in table["patches"]:
-            line = "%-*s  %-7s  %-6s  %s" % (width, r["name"], "yes" if r["applies"] else "no",
-                                             "yes" if r["active"] else "no", r["fixes"])
+            line = "%-*s  %-7s  %-6s  %-5d  %s" % (
+                width, r["name"], "yes" if r["applies"] else "no",
+                "yes" if r["active"] else "no", len(r["traps"]), r["fixes"])
             out.write(line.rstrip() + "\n")   # no description under python -OO
         v = table["versions"]
         out.write("mxnet %s, Python %s, NumPy %s, mxcompat %s\n" % (

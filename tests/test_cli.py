@@ -11,7 +11,7 @@ import zipfile
 import pytest
 
 import mxcompat
-from mxcompat import _compat, _patching
+from mxcompat import _compat, _patching, _traps
 from mxcompat.cli import BOOTSTRAP
 
 from conftest import (MX_VERSION, ONEDNN_FC, ONEDNN_FC_RUNS, applicable_patches,
@@ -532,11 +532,13 @@ def _expected_patches(active):
     import numpy
     assert mxcompat.patched() == applicable_patches()   # the test process: everything on
     rows = [{"name": n, "fixes": " ".join(_patching._registry[n].doc.split()),
-             "applies": n in applicable_patches(), "active": n in active}
+             "applies": n in applicable_patches(), "active": n in active,
+             "traps": [t.symptom for t in _traps.TRAPS if t.patch == n]}
             for n in mxcompat.patch_names()]
     versions = {"mxcompat": mxcompat.__version__, "mxnet": mxnet.__version__,
                 "python": "%d.%d.%d" % sys.version_info[:3], "numpy": numpy.__version__}
-    return {"patches": rows, "versions": versions, "error": None}
+    return {"patches": rows, "versions": versions, "error": None,
+            "documented": [t.symptom for t in _traps.TRAPS if t.patch is None]}
 
 
 @pytest.mark.parametrize("disabled", ["", "labels,freeze"])
@@ -551,9 +553,9 @@ def test_patches_lists_every_patch(disabled):
     assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     yes_no = {True: "yes", False: "no"}
-    assert lines[0].split() == ["patch", "applies", "active", "fixes"]
-    assert [line.split(None, 3) for line in lines[1:-1]] == [
-        [r["name"], yes_no[r["applies"]], yes_no[r["active"]], r["fixes"]]
+    assert lines[0].split() == ["patch", "applies", "active", "traps", "fixes"]
+    assert [line.split(None, 4) for line in lines[1:-1]] == [
+        [r["name"], yes_no[r["applies"]], yes_no[r["active"]], str(len(r["traps"])), r["fixes"]]
         for r in expected["patches"]]
     # One column per field: every row's description starts where the header's "fixes" does.
     assert {line.index(r["fixes"]) for line, r in zip(lines[1:-1], expected["patches"])} == {
