@@ -66,6 +66,7 @@ or a Block, and prints like sockeye's parameter log.
 import contextlib
 import difflib
 import fnmatch
+import inspect
 import os
 import pprint
 import re
@@ -243,8 +244,8 @@ def frozen(*patterns):
 
 
 def _matches(names):
-    """``(mask, unmatched)`` for a tuple of names against the live registry, or ``None`` when
-    the registry is empty."""
+    """``(mask, unmatched, frozen indices)`` for a tuple of names against the live registry,
+    or ``None`` when the registry is empty."""
     version, patterns = _snapshot()
     if not patterns:
         return None
@@ -255,7 +256,7 @@ def _matches(names):
         unmatched = tuple(p for p in patterns if not any(p.match(n) for n in names))
         if len(_match_cache) > 256:
             _match_cache.clear()
-        hit = _match_cache[key] = (mask, unmatched)
+        hit = _match_cache[key] = (mask, unmatched, tuple(i for i, m in enumerate(mask) if m))
     return hit
 
 
@@ -287,17 +288,33 @@ def _masked_grads(names, grads):
     found = _matches(tuple(names))
     if found is None:
         return None
-    mask = found[0]
-    out = list(grads)
-    changed = False
-    for i in range(min(len(mask), len(out))):
-        if mask[i]:
-            grad_list = out[i]
+    out = None
+    count = len(grads)
+    # Only the frozen positions are visited: with a frozen backbone bound without gradients
+    # they all hold None already, and nothing is copied.
+    for i in found[2]:
+        if i < count:
+            grad_list = grads[i]
             if grad_list is not None and len(grad_list) and grad_list[0] is not None:
+                if out is None:
+                    out = list(grads)
                 # Same length: MXNet tests grad_list[0] and zips it with the weights.
                 out[i] = [None] * len(grad_list)
-                changed = True
-    return out if changed else None
+    return out
+
+
+def _positions(wrapped):
+    """Where ``grad_arrays`` and ``param_names`` come in a call of ``wrapped`` (the same
+    signatures in every release, read once rather than bound per call)."""
+    pos = _positions_cache.get(wrapped)
+    if pos is None:
+        params = list(inspect.signature(wrapped).parameters)
+        pos = _positions_cache[wrapped] = (params.index("grad_arrays"),
+                                           params.index("param_names"))
+    return pos
+
+
+_positions_cache = {}
 
 
 def _wrap_update_fn(wrapped, instance, args, kwargs):
@@ -305,24 +322,42 @@ def _wrap_update_fn(wrapped, instance, args, kwargs):
     # _update_params_on_kvstore(_nccl)(param_arrays, grad_arrays, kvstore, param_names).
     if not _patterns:
         return wrapped(*args, **kwargs)
-    bound = bind_arguments(wrapped, args, kwargs)
-    masked = _masked_grads(bound.arguments.get("param_names"),
-                           bound.arguments.get("grad_arrays"))
-    if masked is None:
+    grads_at, names_at = _positions(wrapped)
+    grads = args[grads_at] if len(args) > grads_at else kwargs.get("grad_arrays")
+    names = args[names_at] if len(args) > names_at else kwargs.get("param_names")
+    state = getattr(_local, "state", None)
+    clean = state.clean if state is not None else None
+    if (clean is not None and clean[0] == _version[0] and clean[1] is grads
+            and clean[2] is names):
+        # This module's last update found nothing to mask for the same lists and registry
+        # (identity, never ==: these are lists of NDArrays).
         return wrapped(*args, **kwargs)
-    bound.arguments["grad_arrays"] = masked
-    return wrapped(*bound.args, **bound.kwargs)
+    masked = _masked_grads(names, grads)
+    if masked is None:
+        if state is not None:
+            state.clean = (_version[0], grads, names)
+        return wrapped(*args, **kwargs)
+    if len(args) > grads_at:
+        args = args[:grads_at] + (masked,) + args[grads_at + 1:]
+    else:
+        kwargs = dict(kwargs, grad_arrays=masked)
+    return wrapped(*args, **kwargs)
 
 
 # --- Module: bind and update ------------------------------------------------------------------
 
 class _BindState(object):
-    __slots__ = ("frozen_at_bind", "warned", "checked")
+    __slots__ = ("frozen_at_bind", "warned", "checked", "clean")
 
     def __init__(self, frozen_at_bind):
         self.frozen_at_bind = frozen_at_bind   # registry names bound with grad_req 'null'
         self.warned = set()
         self.checked = None                    # registry version last checked for thaws
+        # (registry version, grad list, name list) of the last update that had nothing to
+        # mask (every frozen parameter bound without a gradient): the next one with the same
+        # objects skips the scan.  The lists are the executor group's, which this state
+        # does not outlive (it dies with its module).
+        self.clean = None
 
 
 _bind_states = weakref.WeakKeyDictionary()
@@ -392,17 +427,6 @@ def _warn_thawed(state):
          "force_rebind=True)" % ", ".join(map(repr, thawed)))
 
 
-@contextlib.contextmanager
-def _nested():
-    # A Bucketing/SequentialModule checks patterns against all its parameters; its inner
-    # modules must not warn about patterns that match another one's.
-    _local.depth = getattr(_local, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _local.depth -= 1
-
-
 def _module_param_names(module):
     if hasattr(module, "_modules") and isinstance(module._modules, list):     # Sequential
         names = []
@@ -418,32 +442,51 @@ def _module_param_names(module):
     return list(getattr(module, "_param_names", None) or [])
 
 
-def _check_module_patterns(module):
+_checked = weakref.WeakKeyDictionary()   # Module -> registry version its patterns were checked
+
+
+def _check_module_patterns(module, once_per_version=False):
     if getattr(_local, "depth", 0) or not _patterns:
+        return
+    version = _version[0]
+    if once_per_version and _checked.get(module) == version:
         return
     names = tuple(_module_param_names(module))
     found = _matches(names)
     if found is not None and found[1]:
         _warn_unmatched(found[1], names, type(module).__name__)
+    if once_per_version:
+        _checked[module] = version
 
 
 def _wrap_module_update(wrapped, instance, args, kwargs):
     state = _bind_states.get(instance)
     if not _patterns and state is None:
         return wrapped(*args, **kwargs)
-    _check_module_patterns(instance)
+    # A Module's parameter names never change: its patterns are checked once per registry
+    # state (the warning is once anyway), not at every update.
+    _check_module_patterns(instance, once_per_version=True)
     if state is not None:
         _warn_thawed(state)
-    with _nested():
+    # Nested (in a container's update): the container checked all its parameters already.
+    _local.depth = getattr(_local, "depth", 0) + 1
+    outer, _local.state = getattr(_local, "state", None), state
+    try:
         return wrapped(*args, **kwargs)
+    finally:
+        _local.depth -= 1
+        _local.state = outer
 
 
 def _wrap_container_update(wrapped, instance, args, kwargs):
     if not _patterns:
         return wrapped(*args, **kwargs)
     _check_module_patterns(instance)
-    with _nested():
+    _local.depth = getattr(_local, "depth", 0) + 1
+    try:
         return wrapped(*args, **kwargs)
+    finally:
+        _local.depth -= 1
 
 
 # --- Gluon Trainer ----------------------------------------------------------------------------
@@ -465,16 +508,34 @@ class _FrozenView(object):
         setattr(self._param, attr, value)
 
 
+_trainer_cache = weakref.WeakKeyDictionary()   # Trainer -> (version, params, length, found)
+
+
+def _trainer_matches(trainer, params):
+    """``_matches`` of the trainer's parameter names plus the names, computed once per
+    registry state and parameter list rather than at every step."""
+    version = _version[0]
+    cached = _trainer_cache.get(trainer)
+    if (cached is not None and cached[0] == version and cached[1] is params
+            and cached[2] == len(params)):
+        return cached[3]
+    names = tuple(p.name for p in params)
+    found = _matches(names)
+    if found is not None:
+        found = found + (names,)
+    _trainer_cache[trainer] = (version, params, len(params), found)
+    return found
+
+
 def _wrap_trainer(check):
     def wrapper(wrapped, instance, args, kwargs):
         if not _patterns:
             return wrapped(*args, **kwargs)
         params = instance._params
-        names = tuple(p.name for p in params)
-        found = _matches(names)
+        found = _trainer_matches(instance, params)
         if found is None:
             return wrapped(*args, **kwargs)
-        mask, unmatched = found
+        mask, unmatched, _, names = found
         if check and unmatched:
             _warn_unmatched(unmatched, names, "gluon.Trainer")
         if not any(mask):
