@@ -69,25 +69,18 @@ QUICK_CONFIGS = [("resnet18_v1", 32, 1)]
 # (non-empty), as in a program that froze something in another model.
 UNRELATED_PATTERN = "othernet_dense0_weight"
 
-_freeze_module = sys.modules["mxcompat.freeze"]   # mxcompat.freeze is the function
-
-
 def _warm_registry(names, module=None, trainer=None):
     """Refill what the freeze registry caches per registry state (untimed): its match
-    cache for ``names`` and, for a Module, what its first update after a registry change
-    does once (pattern check, thaw check, "nothing to mask" for a Module bound frozen).
-    The interleaving changes the registry between sides, which empties them; a training
-    loop sets the registry once and then always hits them.  (Private names, so looked up
-    defensively.)"""
-    matches = getattr(_freeze_module, "_matches", None)
-    if matches is not None:
-        matches(tuple(names))
-    warm = getattr(_freeze_module, "_warm", None)
-    if module is not None and warm is not None:
-        warm(module)
-    trainer_matches = getattr(_freeze_module, "_trainer_matches", None)
-    if trainer is not None and trainer_matches is not None:
-        trainer_matches(trainer, trainer._params)
+    cache for ``names`` and, for a Module or a Trainer, what its first update after a
+    registry change does once (pattern check, thaw check, "nothing to mask" for a Module
+    bound frozen).  The interleaving changes the registry between sides, which empties them;
+    a training loop sets the registry once and then always hits them."""
+    from mxcompat.freeze import module as freeze_module, registry, trainer as freeze_trainer
+    registry.matches(tuple(names))
+    if module is not None:
+        freeze_module.warm(module)
+    if trainer is not None:
+        freeze_trainer.trainer_matches(trainer, trainer._params)
     # Settle: MXNet work pushed right after milliseconds of busy Python (a side's patch()
     # or its freeze of every backbone name) waits ~5 ms inside MXNet's own push, for
     # unpatched and native fixed_param_names sides alike (measured with a plain Python

@@ -17,9 +17,8 @@ bucket module must not turn today's registry into its own fixed names).  Patch n
 """
 import threading
 
-# The registry's own objects (lists changed in place), not the module: mxcompat.freeze is
-# the function once the package is imported.
-from .freeze import _patterns, _matches, _module_param_names
+from .freeze import registry
+from .freeze.module import module_param_names
 from . import _patching
 from ._patching import Patch, Target, register
 
@@ -81,11 +80,11 @@ class _FixedNamesAttribute(object):
         if instance is None:
             return self
         own = instance.__dict__.get(_ATTR)
-        if (own is None or getattr(_local, "depth", 0) or not _patterns
+        if (own is None or getattr(_local, "depth", 0) or not registry.state.patterns
                 or "freeze" not in _patching._active):
             return own
-        names = _module_param_names(instance)
-        found = _matches(tuple(names))
+        names = module_param_names(instance)
+        found = registry.matches(tuple(names))
         view = FixedNames(own)
         view.own = own
         if found is not None:

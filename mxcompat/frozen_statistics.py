@@ -31,9 +31,7 @@ Patch name ``frozen_statistics``.
 import threading
 import weakref
 
-# The registry's own objects (lists changed in place), not the module: mxcompat.freeze is
-# the function once the package is imported.
-from .freeze import _patterns, _matches, _version
+from .freeze import registry
 from ._patching import Patch, Target, register
 
 PATCH = "frozen_statistics"
@@ -64,7 +62,7 @@ def _frozen_gluon_statistics(version):
     with _lock:
         params = list(_params)
     names = tuple(p.name for p in params)
-    found = _matches(names)
+    found = registry.matches(names)
     mask = found[0] if found is not None else (False,) * len(params)
     # Not differentiable: BatchNorm's running statistics (and any other state MXNet's ops
     # write in place); weights are differentiable and the update path holds them.
@@ -79,7 +77,7 @@ def _frozen_aux(executor, version):
         return cached[1]
     aux = executor.aux_dict
     names = tuple(aux)
-    found = _matches(names)
+    found = registry.matches(names)
     arrays = [] if found is None else [aux[n] for n, m in zip(names, found[0]) if m]
     _executor_cache[executor] = (version, arrays)
     return arrays
@@ -107,16 +105,16 @@ def _hold(arrays, version, run):
 
 
 def _wrap_executor_backward(wrapped, instance, args, kwargs):
-    if not _patterns:
+    if not registry.state.patterns:
         return wrapped(*args, **kwargs)
-    version = _version[0]
+    version = registry.state.version
     return _hold(_frozen_aux(instance, version), version, lambda: wrapped(*args, **kwargs))
 
 
 def _wrap_autograd_backward(wrapped, instance, args, kwargs):
-    if not _patterns:
+    if not registry.state.patterns:
         return wrapped(*args, **kwargs)
-    version = _version[0]
+    version = registry.state.version
     arrays = []
     for p in _frozen_gluon_statistics(version):
         data = p._data

@@ -6,7 +6,6 @@ frozen while its bias trains (the oneDNN case of _compat.ONEDNN_FC_NULL_WEIGHT_S
 and an FC bias frozen while its weight trains.
 """
 import fnmatch
-import importlib
 import re
 import threading
 import warnings
@@ -20,7 +19,6 @@ from mxnet import autograd, gluon
 
 from conftest import ONEDNN_FC
 
-fz = importlib.import_module("mxcompat.freeze")
 
 FROZEN = ("fc1_weight", "fc2_b*")          # an exact name and a glob
 FROZEN_NAMES = {"fc1_weight", "fc2_bias"}

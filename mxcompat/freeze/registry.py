@@ -1,0 +1,217 @@
+"""The pattern registry: what is frozen, as the user said it (names, globs, regexes), and a
+version that keys every cache derived from it."""
+import contextlib
+import difflib
+import fnmatch
+import re
+import threading
+
+from .._log import warn, warn_once
+
+_PATTERN_TYPE = type(re.compile(""))
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+class _Pattern(object):
+    """One registered pattern: the user's object, an identity key, and a matcher."""
+
+    __slots__ = ("source", "key", "_regex", "_exact")
+
+    def __init__(self, source, caller):
+        if isinstance(source, str):
+            if not source.strip():
+                raise ValueError("mxcompat.%s: an empty pattern (%r) names no parameter"
+                                 % (caller, source))
+            _check_glob(source, caller)
+            self.key = ("glob", source)
+            self._exact = source
+            self._regex = re.compile(fnmatch.translate(source))
+        elif isinstance(source, _PATTERN_TYPE):
+            if not isinstance(source.pattern, str):
+                raise TypeError("mxcompat.%s: %r is a bytes regex; parameter names are str, "
+                                "compile a str pattern" % (caller, source))
+            self.key = ("regex", source.pattern, source.flags)
+            self._exact = None
+            self._regex = source
+        else:
+            hint = ""
+            if isinstance(source, (list, tuple, set, frozenset)):
+                hint = "; to pass several, unpack them: %s(*names)" % caller
+            raise TypeError("mxcompat.%s: a pattern is a parameter name, a shell-style glob or "
+                            "a compiled regex (re.compile), not %r of type %s%s"
+                            % (caller, source, type(source).__name__, hint))
+        self.source = source
+
+    def match(self, name):
+        if self._exact is not None:
+            # The glob's regex ends in \Z: match() anchors both ends.
+            return name == self._exact or self._regex.match(name) is not None
+        return self._regex.fullmatch(name) is not None
+
+    def text(self):
+        return self.source if self._exact is not None else self.source.pattern
+
+    def __repr__(self):
+        return repr(self.source)
+
+
+# A glob read left to right as fnmatch reads it: a set ('[', then '!' and a first ']' if
+# present, up to the next ']'), or a '[' no ']' closes (group 1), or a run of other
+# characters.  The lookahead takes the "!]" prefix whole (re has no atomic groups before
+# Python 3.11), so "[]" and "[!]" are unclosed here as they are for fnmatch.
+_GLOB_PARTS = re.compile(r"\[(?=(!?\]?))\1[^\]]*\]|(\[)|[^\[]+")
+
+
+def _check_glob(text, caller):
+    # fnmatch reads an unclosed '[' as a literal; no parameter name has one, so it is a typo.
+    for part in _GLOB_PARTS.finditer(text):
+        if part.group(2):
+            raise ValueError("mxcompat.%s: invalid glob %r: the '[' at position %d is never "
+                             "closed" % (caller, text, part.start()))
+
+
+class _State(object):
+    """The live registry.  ``patterns`` is a tuple, replaced (never changed in place) under
+    ``lock``, so a reader without the lock sees one consistent tuple; ``version`` is bumped
+    with every change and keys every cache derived from the registry."""
+
+    __slots__ = ("lock", "patterns", "version")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.patterns = ()
+        self.version = 0
+
+
+state = _State()
+_match_cache = {}       # (version, names) -> (mask, unmatched patterns, frozen indices)
+
+
+def _parse(patterns, caller):
+    # All or nothing: one bad pattern leaves the registry untouched.
+    return [_Pattern(p, caller) for p in patterns]
+
+
+def _add(parsed):
+    with state.lock:
+        keys = set(p.key for p in state.patterns)
+        added = []
+        for p in parsed:
+            if p.key not in keys:
+                keys.add(p.key)
+                added.append(p)
+        if added:
+            state.patterns = state.patterns + tuple(added)
+            state.version += 1
+        return added
+
+
+def _discard(parsed):
+    keys = set(p.key for p in parsed)
+    with state.lock:
+        kept = tuple(p for p in state.patterns if p.key not in keys)
+        if len(kept) != len(state.patterns):
+            state.patterns = kept
+            state.version += 1
+
+
+def _snapshot():
+    with state.lock:
+        return state.version, state.patterns
+
+
+def freeze(*patterns):
+    """Freeze every parameter matching one of ``patterns`` (exact names, shell-style globs,
+    compiled regexes that must match the whole name).  Returns ``frozen_patterns()``."""
+    _add(_parse(patterns, "freeze"))
+    return frozen_patterns()
+
+
+def unfreeze(*patterns):
+    """Remove the given patterns from the registry (all of them if none are given).
+
+    A pattern is removed as registered: ``unfreeze("fc1_weight")`` does not thaw a name that
+    ``"fc1_*"`` still freezes (one ``MXCompatWarning`` says so).  Returns ``frozen_patterns()``.
+    """
+    if not patterns:
+        with state.lock:
+            if state.patterns:
+                state.patterns = ()
+                state.version += 1
+        return ()
+    parsed = _parse(patterns, "unfreeze")
+    _discard(parsed)
+    _, remaining = _snapshot()
+    for p in parsed:
+        if p._exact is None:
+            continue
+        holders = [q for q in remaining if q.match(p._exact)]
+        if holders:
+            warn("mxcompat.unfreeze(%r): %r is still frozen by the registered pattern(s) %s; "
+                 "unfreeze those to thaw it" % (p.source, p._exact,
+                                               ", ".join(repr(q) for q in holders)))
+    return frozen_patterns()
+
+
+def is_frozen(name):
+    """True if the live registry freezes the parameter called ``name``."""
+    if not isinstance(name, str):
+        raise TypeError("mxcompat.is_frozen: a parameter name is a str, not %r of type %s"
+                        % (name, type(name).__name__))
+    _, patterns = _snapshot()
+    return any(p.match(name) for p in patterns)
+
+
+def frozen_patterns():
+    """The registered patterns, in registration order, as they were given."""
+    _, patterns = _snapshot()
+    return tuple(p.source for p in patterns)
+
+
+@contextlib.contextmanager
+def frozen(*patterns):
+    """``with frozen("fc1_*"):`` freezes inside the block only.
+
+    On exit the patterns this block added are removed again; patterns registered before the
+    block (or by other threads meanwhile) are left as they are.
+    """
+    added = _add(_parse(patterns, "frozen"))
+    try:
+        yield frozen_patterns()
+    finally:
+        _discard(added)
+
+
+def matches(names):
+    """``(mask, unmatched, frozen indices)`` for a tuple of names against the live registry,
+    or ``None`` when the registry is empty."""
+    version, patterns = _snapshot()
+    if not patterns:
+        return None
+    key = (version, names)
+    hit = _match_cache.get(key)
+    if hit is None:
+        mask = tuple(any(p.match(n) for p in patterns) for n in names)
+        unmatched = tuple(p for p in patterns if not any(p.match(n) for n in names))
+        if len(_match_cache) > 256:
+            _match_cache.clear()
+        hit = _match_cache[key] = (mask, unmatched, tuple(i for i, m in enumerate(mask) if m))
+    return hit
+
+
+def warn_unmatched(unmatched, names, owner):
+    for p in unmatched:
+        # The closest names are only computed for the one warning: this runs at every
+        # update and step while the pattern matches nothing.
+        warn_once(("freeze-unmatched", p.key, owner, names),
+                  lambda p=p: "mxcompat.freeze pattern %r matches no parameter of this %s, so "
+                              "it freezes nothing here (closest parameter names: %s)"
+                              % (p.source, owner, _closest(p, names)))
+
+
+def _closest(p, names):
+    close = difflib.get_close_matches(p.text(), names, n=3, cutoff=0.3)
+    return ", ".join(map(repr, close)) if close else "none"
+
+
