@@ -82,10 +82,10 @@ DIV_SCALAR_IS_INT = (1, 7)
 # then a pull into the weights) and _allreduce_grads sums gradients with pushpull; on a dist
 # kvstore nothing orders a worker's pull of the initial weights before its own first push, so
 # a Trainer whose kvstore is set up lazily in its first step() can pull the summed gradients
-# as its weights (rank >= 1 only, measured; dist_sync with update_on_kvstore=False then trains
-# on from them): 4 of 8 plain runs on 1.9.1, 1 of 8 on 1.7, nearly all with other work queued
-# on a worker's engine at step().  1.3-1.6 init and pull through the buffer of the later
-# push, which orders them (0 of 20 with that work queued, on 1.6).
+# as its weights (seen on rank 1 only; dist_sync with update_on_kvstore=False then trains on
+# from them): 4 of 8 plain runs on 1.9.1, 1 of 8 on 1.7; with a worker's engine still busy at
+# step() (tests/test_trainer_kvstore_init.py) 18-20 of 20 trials on 1.7-1.9.  1.3-1.6 init and
+# pull (no broadcast, no pushpull): 0 of 20 of the same trials on 1.3.1 and 1.6.0.
 TRAINER_LAZY_KVSTORE_RACE = (1, 7)
 
 # gluon.utils.split_data(..., even_split=False) with a remainder: up to 1.6 the last slice

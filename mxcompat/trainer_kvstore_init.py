@@ -6,14 +6,13 @@ it back into its weights), and ``_allreduce_grads`` sums the gradients with ``pu
 the kvstore is set up lazily inside the first ``step()`` (or ``allreduce_grads()``/
 ``update()``), both are queued in the engine back to back, and nothing orders a worker's pull
 of the initial weights before its own push of the first gradients: when the server has summed
-every worker's gradients by the time that pull reaches it, the worker (rank >= 1; measured)
-receives the summed *gradients* as its weights.  With ``dist_sync`` and
-``update_on_kvstore=False`` (each worker updates its own copy) it then trains on from them: the
-workers have different weights for the rest of the run, and nothing is reported.  The more
-likely, the busier a worker's engine is when it reaches ``step()`` (measured: 4 of 8 plain
-runs on 1.9.1, 1 of 8 on 1.7; nearly every one with other work queued on a worker).  1.3-1.6
-``init`` and ``pull`` the weights through the same buffer as the later push, which orders
-them.
+every worker's gradients by the time that pull reaches it, the worker receives the summed
+*gradients* as its weights.  With ``dist_sync`` and ``update_on_kvstore=False`` (each worker
+updates its own copy) it then trains on from them: the workers have different weights for the
+rest of the run, and nothing is reported.  Measured: 4 of 8 plain runs on 1.9.1, 1 of 8 on 1.7;
+18-20 of 20 trials on 1.7-1.9 when a worker's engine is still busy as it reaches ``step()``;
+always the worker of rank 1 (of 2).  1.3-1.6 ``init`` and ``pull`` instead (no broadcast, no
+pushpull): 0 of 20 of the same trials, so the patch does not apply there.
 
 The patch waits, once, right after ``_init_params`` has broadcast parameters to a
 distributed kvstore, until they have arrived in the worker's weights: the first push then

@@ -35,7 +35,7 @@ from mxnet import autograd, gluon
 schedule, outdir = sys.argv[1], sys.argv[2]
 kv = mx.kv.create("dist_sync")
 rank = kv.rank
-LAYERS = 8
+LAYERS = 12
 
 
 class KeyRange(mx.kv.KVStore):
@@ -64,7 +64,7 @@ class KeyRange(mx.kv.KVStore):
         return self._store.pushpull(key + self._base, value, out, priority)
 
 
-busy = mx.nd.ones((1200, 1200))
+busy = mx.nd.ones((1600, 1600))
 rng = np.random.RandomState(10 + rank)      # each worker its own data
 results = []
 for trial, mode in enumerate(schedule):
@@ -110,7 +110,7 @@ def run_trials(tmpdir, schedule):
     diverged = {"p": [], "u": []}
     for trial, mode in enumerate(schedule):
         w0, w1 = [np.load(os.path.join(outdir, "w%d-t%d.npz" % (r, trial))) for r in (0, 1)]
-        assert sorted(w0.files) == sorted(w1.files) and len(w0.files) == 16
+        assert sorted(w0.files) == sorted(w1.files) and len(w0.files) == 24
         diverged[mode].append(any(not np.array_equal(w0[n], w1[n]) for n in w0.files))
     return diverged, reports
 
@@ -126,7 +126,8 @@ def test_workers_stay_identical_patched_and_diverge_plain(tmpdir):
     print("diverged: patched %d of %d, plain %d of %d" % (
         sum(diverged["p"]), len(diverged["p"]), sum(diverged["u"]), len(diverged["u"])))
     assert len(diverged["p"]) == 20 and sum(diverged["p"]) == 0
-    # MXNet as shipped, same cluster, same trials: at least one divergence (measured: most).
+    # MXNet as shipped, same cluster, same kind of trials: at least one divergence (measured:
+    # 18-20 of 20 on 1.7.0, 1.8.0 and 1.9.1).
     assert sum(diverged["u"]) >= 1, diverged
 
 
