@@ -4,10 +4,11 @@ A real ps-lite cluster on 127.0.0.1 (tests/_ps_cluster.py: a scheduler, one serv
 workers) runs many trials, each a fresh net and a fresh ``Trainer(kvstore=<dist_sync>,
 update_on_kvstore=False)`` whose kvstore is set up lazily inside its first ``step()``, the way
 legacy training loops do.  Worker 1 has other work queued on its engine (a large ``dot``)
-when it reaches that step, which makes MXNet >= 1.7's race (``_compat.TRAINER_LAZY_KVSTORE_RACE``)
-likely.  After two steps the two workers' weights must be bit-identical.  Patched and plain
-trials alternate in the same cluster (the patch is removed and put back in the workers), so
-the plain ones show, in the same harness, that the test can fail.
+when it reaches that step, which makes MXNet >= 1.7's race
+(``_compat.TRAINER_LAZY_KVSTORE_RACE``) likely.  After two steps the two workers' weights
+must be bit-identical.  Patched and plain trials alternate in the same cluster (the patch is
+removed and put back in the workers), so the plain ones show, in the same harness, that the
+test can fail.
 
 A dist kvstore cannot initialise a key twice, and a Trainer numbers its parameters from 0: each
 trial's Trainer gets the cluster's kvstore under keys of its own (``KeyRange``, a view of the
@@ -16,12 +17,12 @@ same store that adds an offset to every key), so one cluster start serves every 
 import json
 import os
 
+import numpy as np
 import pytest
 
+import mxcompat
 from _ps_cluster import run_cluster
 from mxcompat import _compat
-
-import mxnet as mx
 
 RACE = _compat.since(_compat.TRAINER_LAZY_KVSTORE_RACE)
 
@@ -101,7 +102,6 @@ with open(os.path.join(outdir, "w%d.json" % rank), "w") as f:
 def run_trials(tmpdir, schedule):
     """``schedule``: one letter a trial, ``p`` patched, ``u`` plain.  Returns
     ``{"p": [diverged?...], "u": [...]}`` and the patch lists each worker reported."""
-    import numpy as np
     outdir = run_cluster(tmpdir, WORKER, [schedule])
     reports = []
     for rank in (0, 1):
@@ -131,8 +131,8 @@ def test_workers_stay_identical_patched_and_diverge_plain(tmpdir):
     assert sum(diverged["u"]) >= 1, diverged
 
 
-@pytest.mark.requires_mxnet("<1.7", reason="on MXNet >= 1.7 the plain side is part of "
-                                            "test_workers_stay_identical_patched_and_diverge_plain")
+@pytest.mark.requires_mxnet("<1.7", reason="on MXNet >= 1.7 the plain side is in test_workers_"
+                                            "stay_identical_patched_and_diverge_plain")
 def test_not_needed_before_1_7(tmpdir):
     # 1.3-1.6 init and pull (no broadcast): the same trials stay identical without the patch,
     # which does not apply there.
@@ -144,5 +144,4 @@ def test_not_needed_before_1_7(tmpdir):
 
 
 def test_applies_from_1_7():
-    import mxcompat
     assert ("trainer_kvstore_init" in mxcompat.patched()) == RACE
