@@ -3,20 +3,15 @@
 A ps-lite cluster on 127.0.0.1 -- a scheduler, one server and two workers, each a local
 process told its role by ``DMLC_ROLE`` -- trains the same net on each worker (different data)
 with ``fc1_weight`` and ``fc2_b*`` frozen.  Afterwards, on both workers, the frozen weights are
-equal to their start and identical on the two, and every other weight has changed.  The whole cluster is bounded in time: on
-timeout every process of it is killed.
+equal to their start and identical on the two, and every other weight has changed.  The
+cluster (tests/_ps_cluster.py) is bounded in time.
 """
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 
-CLUSTER_TIMEOUT = 150   # seconds, for the whole cluster
+from _ps_cluster import run_cluster
 
 WORKER = r'''
 import os, sys
@@ -83,13 +78,9 @@ else:
         loss.backward()
         trainer.step(4)
 
-    # Set the kvstore up before the first step: from MXNet 1.7, when the Trainer does it lazily
-    # inside its first step (broadcast, then pushpull of the gradients), the workers can end
-    # up with different weights, with or without mxcompat (~1 run in 2 on 1.9.1).
-    trainer._optimizer.rescale_grad = trainer._scale / 4    # what step(4) sets (dist checks it)
-    trainer._init_kvstore()
-    trainer._init_params()
-    mx.nd.waitall()
+    # The kvstore is set up lazily in the first step, as training loops do: from MXNet 1.7 a
+    # worker could then start from the summed gradients, but for mxcompat's
+    # trainer_kvstore_init (tests/test_trainer_kvstore_init.py).
     step(*batch())
     start = params()
     for _ in range(5):
@@ -103,80 +94,10 @@ print("worker %d of %d done, update_on_kvstore=%s" % (rank, kv.num_workers, on_k
 '''
 
 
-def _free_port():
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-    finally:
-        sock.close()
-
-
 def _run_cluster(tmpdir, scenario, extra_env=None):
-    """Scheduler, one server, two workers on 127.0.0.1; returns the two workers' npz files.
-
-    The scheduler's port is free when picked but another process (a parallel tox env) may take
-    it before ps-lite binds it, which ps-lite reports as "bind failed": the cluster is then
-    started again on another port (3 tries)."""
-    for attempt in range(3):
-        outdir = tmpdir.mkdir("try%d" % attempt)
-        failed = _start_cluster(str(outdir), scenario, extra_env)
-        if not failed:
-            return [np.load(str(outdir.join("worker%d.npz" % r))) for r in (0, 1)]
-        logs = _logs(str(outdir))
-        if "bind failed" not in logs:
-            break
-    pytest.fail("cluster processes failed %s:\n%s" % (failed, logs))
-
-
-def _start_cluster(outdir, scenario, extra_env):
-    """Run the four processes to the end; the failed ``(role, exit code)`` pairs."""
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("MXCOMPAT_", "DMLC_", "PS_"))}
-    base.update({
-        "OMP_NUM_THREADS": "1", "MXNET_SUBGRAPH_VERBOSE": "0",
-        "DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": str(_free_port()),
-        "DMLC_NUM_SERVER": "1", "DMLC_NUM_WORKER": "2",
-        "DMLC_NODE_HOST": "127.0.0.1",       # every node on the loopback interface
-    })
-    base.update(extra_env or {})
-    procs = []
-    try:
-        for i, role in enumerate(("scheduler", "server", "worker", "worker")):
-            log = open(os.path.join(outdir, "%d-%s.log" % (i, role)), "w")
-            env = dict(base, DMLC_ROLE=role)
-            # Own session: on timeout the process and anything it spawned are killed.
-            procs.append((role, log, subprocess.Popen(
-                [sys.executable, "-c", WORKER, scenario, outdir], env=env, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True)))
-        deadline = time.time() + CLUSTER_TIMEOUT
-        # Poll: once one process has failed the others would wait for it until the deadline.
-        while any(p.poll() is None for _, _, p in procs):
-            if any(p.returncode not in (None, 0) for _, _, p in procs):
-                break
-            if time.time() > deadline:
-                pytest.fail("the dist_sync cluster did not finish within %d s:\n%s"
-                            % (CLUSTER_TIMEOUT, _logs(outdir)))
-            time.sleep(0.1)
-    finally:
-        for role, log, proc in procs:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                proc.wait()
-            log.close()
-    return [(role, proc.returncode) for role, _, proc in procs if proc.returncode != 0]
-
-
-def _logs(outdir):
-    text = []
-    for name in sorted(os.listdir(outdir)):
-        if name.endswith(".log"):
-            with open(os.path.join(outdir, name)) as f:
-                text.append("---- %s\n%s" % (name, f.read()[-3000:]))
-    return "\n".join(text)
+    """The two workers' npz files after the scenario ran on a cluster."""
+    outdir = run_cluster(tmpdir, WORKER, [scenario], extra_env)
+    return [np.load(os.path.join(outdir, "worker%d.npz" % r)) for r in (0, 1)]
 
 
 FROZEN = {"fc1_weight", "fc2_bias"}
