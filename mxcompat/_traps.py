@@ -135,6 +135,15 @@ TRAPS = (
                'aux_params) first, or create it with Module.load(prefix, epoch)` (or, '
                'bound: `call init_params() or set_params(arg_params, aux_params) first`) '
                '(patch `unbound_get_params`)')),
+    Trap(patch='trainer_kvstore_init', check=None,
+         symptom=('workers of a distributed Gluon job (`dist_sync`, `Trainer(..., '
+                  'update_on_kvstore=False)`, MXNet 1.7–1.9) end with different weights '
+                  'from the first step on; no error, no warning'),
+         cause=('the Trainer sets its kvstore up inside the first `step()`: the initial '
+                "weights' broadcast and the first gradients' pushpull race, and a worker "
+                'other than rank 0 can receive the summed gradients as its weights'),
+         ours=('every worker starts from the same weights and stays bit-identical to the '
+               'others (patch `trainer_kvstore_init`)')),
     Trap(patch=None, check=None,
          symptom=('a Gluon `Dense` bias that never trains after `dense.weight.grad_req = '
                   "'null'` (MXNet 1.7–1.9 pip wheels, CPU)"),
