@@ -370,7 +370,9 @@ class Runner(object):
             try:
                 self._build(env, logf)
                 self._install_project(env, logf)
-            except _Failed as exc:
+            except (_Failed, OSError, subprocess.SubprocessError) as exc:
+                # One env that cannot be built (a wheel missing for its Python, a dead mirror)
+                # is that env's error; the others still run.
                 env.install_s = time.time() - env.started
                 env.result, env.reason = ERROR, str(exc)
                 env.first_failure = "install: %s" % exc
