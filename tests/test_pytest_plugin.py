@@ -226,3 +226,42 @@ def test_mxcompat_frozen_freezes_for_one_test_and_always_cleans_up(pytester):
         mxcompat.unfreeze()
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*AssertionError: boom"])
+
+
+def _delta(name, action):
+    before = _patching.handled().get(name, 0)
+    action()
+    return _patching.handled().get(name, 0) - before
+
+
+def _no_label_module(label_names):
+    sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
+    kwargs = {} if label_names is None else {"label_names": label_names}
+    return mx.mod.Module(sym, data_names=("data",), **kwargs)
+
+
+def _get_params_of_nothing():
+    with pytest.raises(AssertionError, match="mxcompat: Module.get_params"):
+        _no_label_module([]).get_params()
+
+
+@pytest.mark.parametrize("name, trap, clean", [
+    # MXNet's default label on a symbol without one: dropped at Module(...).
+    ("labels", lambda: _no_label_module(None), lambda: _no_label_module([])),
+    ("unbound_get_params", _get_params_of_nothing,
+     lambda: _no_label_module([]).params_initialized),
+    ("ndarray_to_numpy", lambda: __import__("numpy").asarray(mx.nd.ones(2)),
+     lambda: mx.nd.ones(2).asnumpy()),
+], ids=["labels", "unbound_get_params", "ndarray_to_numpy"])
+def test_each_trap_handled_counts_once_and_the_clean_path_never(name, trap, clean):
+    assert _delta(name, trap) == 1
+    assert _delta(name, clean) == 0
+
+
+@pytest.mark.skipif(int(sys.modules["numpy"].__version__.split(".")[0]) < 2,
+                    reason="the numpy2 patch applies on NumPy 2 only")
+def test_numpy2_counts_an_operator_call_given_numpy_scalars():
+    import numpy as np
+    x = mx.nd.ones((2, 3))
+    assert _delta("numpy2", lambda: mx.nd.reshape(x, shape=(np.int64(3), 2))) == 1
+    assert _delta("numpy2", lambda: mx.nd.reshape(x, shape=(3, 2))) == 0
