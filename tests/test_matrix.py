@@ -239,3 +239,54 @@ def test_first_failure():
     assert matrix.first_failure(out) == "FAILED t.py::test_x - assert 1 == 2"
     assert matrix.first_failure("Traceback\nValueError: bad\n\n") == "ValueError: bad"
     assert matrix.first_failure("") is None
+
+
+class _Terminal(object):
+    """What the live display writes to, recorded."""
+
+    def __init__(self):
+        self.text = ""
+
+    def write(self, text):
+        self.text += text
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def test_the_live_display_redraws_one_line_per_env_in_place():
+    from mxcompat import _versions
+    envs = [matrix.Env(_versions.by_name("mx191")), matrix.Env(_versions.by_name("mx131"))]
+    envs[1].result, envs[1].reason = matrix.SKIPPED, "no Python 3.7 interpreter found"
+    envs[1].first_failure = envs[1].reason
+    out = _Terminal()
+    display = matrix.LiveDisplay(envs, out)
+    display.start()
+    envs[0].state, envs[0].started = "installing", 0.0
+    envs[0].result, envs[0].install_s, envs[0].run_s = matrix.PASSED, 2.0, 3.5
+    display.update(envs[0])
+    display.stop()
+    frames = out.text.split("\x1b[2F")
+    assert len(frames) >= 3   # drawn, then redrawn in place (two lines up) at least twice
+    assert frames[0] == ("\x1b[2Kmx191                        waiting       0.0 s\n"
+                         "\x1b[2Kmx131                        skipped       0.0 s  "
+                         "no Python 3.7 interpreter found\n")
+    assert frames[-1] == ("\x1b[2Kmx191                        passed        5.5 s\n"
+                          "\x1b[2Kmx131                        skipped       0.0 s  "
+                          "no Python 3.7 interpreter found\n")
+
+
+def test_the_plain_display_prints_one_line_per_change():
+    from mxcompat import _versions
+    env = matrix.Env(_versions.by_name("mx151"))
+    out = _Terminal()
+    display = matrix.PlainDisplay([env], out)
+    env.state = "installing"
+    display.update(env)
+    env.result, env.started, env.install_s, env.run_s = matrix.FAILED, 0.0, 1.0, 2.25
+    env.first_failure = "FAILED t.py::test_x"
+    display.update(env)
+    assert out.text == "mx151: installing\nmx151: failed (3.2 s): FAILED t.py::test_x\n"
