@@ -235,7 +235,8 @@ def test_selection():
 
 
 def test_first_failure():
-    out = "..F\n____ test_x ____\nE  assert 1 == 2\nFAILED t.py::test_x - assert 1 == 2\n1 failed\n"
+    out = ("..F\n____ test_x ____\nE  assert 1 == 2\n"
+           "FAILED t.py::test_x - assert 1 == 2\n1 failed\n")
     assert matrix.first_failure(out) == "FAILED t.py::test_x - assert 1 == 2"
     assert matrix.first_failure("Traceback\nValueError: bad\n\n") == "ValueError: bad"
     assert matrix.first_failure("") is None
