@@ -68,6 +68,28 @@ class Patch(object):
         return self.since is None or _compat.since(self.since, version)
 
 
+# Traps handled: how often each patch changed what MXNet would have done (a label dropped,
+# a SIGFPE turned into ZeroDivisionError...).  The pytest plugin lists them per test run.
+_handled = {}
+_handled_lock = threading.Lock()
+_listeners = []
+
+
+def record(name):
+    """Patch ``name`` just handled a trap.  Called where a patch acts (warns, raises, serves
+    a value), never on the untouched path, so it costs nothing where nothing is handled."""
+    with _handled_lock:
+        _handled[name] = _handled.get(name, 0) + 1
+    for listener in tuple(_listeners):
+        listener(name)
+
+
+def handled():
+    """``{patch name: times it handled a trap}`` in this process."""
+    with _handled_lock:
+        return dict(_handled)
+
+
 def register(patch):
     """Add a patch to the registry (import-time; the registry order is the stacking order)."""
     with _lock:

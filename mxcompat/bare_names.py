@@ -6,7 +6,7 @@ MXNet turns every ``*_names`` argument into ``list(names)``, so a bare string â€
 mxcompat reads a bare string as the one name it spells, with one ``MXCompatWarning``.
 """
 from ._log import warn_once
-from ._patching import Patch, Target, register
+from ._patching import Patch, Target, record, register
 from ._util import bind_arguments, unpack_sym_gen
 
 NAME_ARGUMENTS = ("data_names", "label_names", "state_names", "fixed_param_names")
@@ -17,6 +17,7 @@ def _normalise(owner, bound):
         value = bound.arguments.get(arg)
         if isinstance(value, str):
             bound.arguments[arg] = [value]
+            record("bare_names")
             warn_once(("bare-name", owner, arg, value),
                       "%s(%s=%r): a bare string is one name, not a list of its characters; "
                       "mxcompat reads it as [%r] (write (%r,) to silence this)"
@@ -41,6 +42,7 @@ def _wrap_call_sym_gen(wrapped, instance, args, kwargs):
     fixed = []
     for arg, value in (("data_names", data_names), ("label_names", label_names)):
         if isinstance(value, str):
+            record("bare_names")
             warn_once(("bare-name", "sym_gen", arg, value),
                       "sym_gen returned %s=%r: a bare string is one name, not a list of its "
                       "characters; mxcompat reads it as [%r]" % (arg, value, value))

@@ -1,5 +1,5 @@
 """The ``mxcompat`` command: ``run`` a legacy script with the patches, ``check`` an install,
-list the ``patches``.
+list the ``patches``, run a project's tests on every supported MXNet (``matrix``, matrix.py).
 
 ``run`` works like ``ddtrace-run``: it puts a ``sitecustomize`` on ``PYTHONPATH`` and
 replaces itself with ``python [options] script.py args`` (``exec``), so argv, ``__main__``,
@@ -55,7 +55,7 @@ def _parser():
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=ENVIRONMENT_HELP)
     parser.add_argument("--version", action="version", version="mxcompat " + __version__)
-    sub = parser.add_subparsers(dest="command", metavar="{run,check,patches}")
+    sub = parser.add_subparsers(dest="command", metavar="{run,check,patches,matrix}")
     sub.required = True
 
     run = sub.add_parser(
@@ -83,6 +83,10 @@ def _parser():
         "patches", help="list every patch: what it fixes, whether it applies here, "
                         "whether it is active")
     patches.add_argument("--json", action="store_true", help="print the list as JSON")
+    # Parsed by matrix.py itself (everything after -- is the user's command).
+    sub.add_parser("matrix", add_help=False,
+                   help="run a command (your tests) in a fresh env per supported MXNet x "
+                        "Python x NumPy combination: mxcompat matrix --help")
     return parser, run
 
 
@@ -239,6 +243,9 @@ def _patches(as_json):
 def main(argv=None):
     parser, run_parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "matrix":
+        from . import matrix
+        return matrix.main(argv[1:])
     if argv and argv[0] == "run":
         own, python, module, target = _split_run_argv(argv[1:], run_parser.error)
         args = parser.parse_args(["run"] + own)

@@ -30,7 +30,7 @@ import re
 import sys
 
 from . import _compat, _preimport
-from ._patching import Patch, register
+from ._patching import Patch, record, register
 
 PATCH = "distutils"
 
@@ -117,6 +117,7 @@ class _VersionLoader(importlib.abc.Loader):
                           "and StrictVersion, for MXNet on a Python without distutils.")
         module.LooseVersion = LooseVersion
         module.StrictVersion = StrictVersion
+        record(PATCH)
 
 
 class DistutilsFallbackFinder(importlib.abc.MetaPathFinder):

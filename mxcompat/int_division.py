@@ -31,7 +31,7 @@ values exist only inside the engine.  Patch name ``int_division``.
 import math
 
 from . import _compat
-from ._patching import Patch, Target, register
+from ._patching import Patch, Target, record, register
 from ._util import bind_arguments
 
 PATCH = "int_division"
@@ -103,6 +103,7 @@ def _wrap_div_scalar(wrapped, instance, args, kwargs):
         in_float = (is_int is not None and _false(is_int)
                     and _compat.since(_compat.DIV_SCALAR_IS_INT))
         if not in_float and not _empty(bound["data"]) and scalar_becomes_zero(scalar, dtype):
+            record(PATCH)
             raise ZeroDivisionError(
                 "mxcompat: %s NDArray / %r divides by zero: MXNet converts the scalar to the "
                 "array's dtype (%s 0), and an integer division by 0 kills the process "
@@ -125,6 +126,7 @@ def _wrap_div_arrays(wrapped, instance, args, kwargs):
             if not divisor.all():
                 import numpy as np
                 where = tuple(int(i) for i in np.argwhere(divisor == 0)[0])
+                record(PATCH)
                 raise ZeroDivisionError(
                     "mxcompat: %s NDArray / %s NDArray divides by zero: the divisor holds 0 "
                     "at index %r, and an integer division by 0 kills the process (SIGFPE). "

@@ -47,8 +47,10 @@ MXNet.
 import json
 
 from ._log import warn_once
-from ._patching import Patch, Target, patched, register
+from ._patching import Patch, Target, patched, record, register
 from ._util import bind_arguments, symbol_arguments, unpack_sym_gen
+
+PATCH_NAME = "labels"
 
 # Operators whose input 1 is a label (the names MXNet 1.3.1 ... 1.9.1 register; "Softmax" is
 # the deprecated pre-1.0 operator, which 1.3.1 still writes into JSON as such).
@@ -140,6 +142,7 @@ def _quoted(names):
 
 
 def _warn_dropped(dropped):
+    record(PATCH_NAME)
     warn_once(("labels-dropped", tuple(dropped)),
               "label name(s) %s are not arguments of the symbol, and the symbol takes no "
               "label (none of its arguments feeds the label of a loss operator such as "
@@ -159,6 +162,7 @@ def _mistake(where, unknown, labels, verb="Pass"):
                     "label={%s}))" % ", ".join("%r: ..." % n for n in labels))
     what = ("%r is not an input" % unknown[0] if len(unknown) == 1
             else "%s are not inputs" % _quoted(unknown))
+    record(PATCH_NAME)
     return ValueError("mxcompat: %s: %s of the symbol, %s. %s label_names=%r and %s."
                       % (where, what, whose, verb, list(labels), iterator))
 
@@ -259,7 +263,7 @@ def _wrap_call_sym_gen(wrapped, instance, args, kwargs):
 
 
 PATCH = register(Patch(
-    "labels",
+    PATCH_NAME,
     "Label names of a symbol that takes no label are dropped; a wrong label name is an error.",
     targets=[
         Target("mxnet.module.module", "Module.__init__", _wrap_module_init),

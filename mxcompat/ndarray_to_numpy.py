@@ -13,7 +13,7 @@ already gives NDArray the last word).
 ≥ 2.3 refuses because ``NDArray.dtype`` is a class (``np.float32``); the patch passes the
 other array's dtype instead, as NumPy 1 read it.  Patch name ``ndarray_to_numpy``.
 """
-from ._patching import Patch, Target, register
+from ._patching import Patch, Target, record, register
 
 PATCH = "ndarray_to_numpy"
 
@@ -23,14 +23,17 @@ def __array__(self, dtype=None, copy=None):
     if copy is False:
         raise ValueError("an NDArray's data lives in MXNet's memory: NumPy can only get a "
                          "copy of it (copy=False is impossible; mxcompat's ndarray_to_numpy)")
+    record(PATCH)
     out = self.asnumpy()
     return out if dtype is None or out.dtype == dtype else out.astype(dtype)
 
 
 def _wrap_astype(wrapped, instance, args, kwargs):
     if args and _is_ndarray(args[0]):
+        record(PATCH)
         args = (args[0].dtype,) + tuple(args[1:])
     elif _is_ndarray(kwargs.get("dtype")):
+        record(PATCH)
         kwargs = dict(kwargs, dtype=kwargs["dtype"].dtype)
     return wrapped(*args, **kwargs)
 

@@ -72,7 +72,7 @@ import sys
 import types
 
 from . import _compat
-from ._patching import Patch, Target, register
+from ._patching import Patch, Target, record, register
 from ._util import bind_arguments
 
 PATCH = "numpy2"
@@ -147,7 +147,10 @@ def _legacy_values(values):
             if fixed is None:
                 fixed = list(values)
             fixed[i] = _legacy_repr(value, np)
-    return values if fixed is None else fixed
+    if fixed is None:
+        return values
+    record(PATCH)
+    return fixed
 
 
 def _wrap_vals_at(position):
@@ -210,6 +213,7 @@ def _wrap_var(wrapped, instance, args, kwargs):
                     int(d) if isinstance(d, _state["np"].integer) else d for d in value)
                 changed = True
         if changed:
+            record(PATCH)
             return wrapped(*bound.args, **bound.kwargs)
     return wrapped(*args, **kwargs)
 
@@ -233,11 +237,13 @@ class _Sum(float):
 
     def __add__(self, other):
         if self._numpy_operand(other):
+            record(PATCH)
             return _state["np"].float64(float(self)) + other
         return float.__add__(self, other)
 
     def __radd__(self, other):
         if self._numpy_operand(other):
+            record(PATCH)
             return other + _state["np"].float64(float(self))
         return float.__radd__(self, other)
 
@@ -270,6 +276,7 @@ def _wrap_clip_global_norm(wrapped, instance, args, kwargs):
     total_norm = wrapped(arrays, float("nan"))
     scale = max_norm / (_state["np"].float64(total_norm) + 1e-8)
     if scale < 1.0:
+        record(PATCH)
         for arr in arrays:
             arr *= scale
     return total_norm
@@ -324,6 +331,7 @@ def _wrap_pack(wrapped, instance, args, kwargs):
         return wrapped(*args, **kwargs)
     np = _state["np"]
     overlay = _Overlay(np, asarray=lambda *a, **k: _with_tostring(np.asarray(*a, **k)))
+    record(PATCH)
     return _call_with(wrapped, args, kwargs, np=overlay)
 
 
@@ -337,6 +345,7 @@ def _wrap_pack_img(wrapped, instance, args, kwargs):
     def imencode(*a, **k):
         ok, buf = cv2.imencode(*a, **k)
         return ok, _with_tostring(buf)
+    record(PATCH)
     return _call_with(wrapped, args, kwargs, cv2=_Overlay(cv2, imencode=imencode))
 
 
@@ -351,6 +360,7 @@ def _wrap_while_loop(wrapped, instance, args, kwargs):
         value = bound.arguments.get("max_iterations")
         if isinstance(value, _state["np"].ndarray) and value.ndim > 0 and value.size == 1:
             bound.arguments["max_iterations"] = value.reshape(())
+            record(PATCH)
             return wrapped(*bound.args, **bound.kwargs)
     return wrapped(*args, **kwargs)
 

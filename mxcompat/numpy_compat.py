@@ -45,7 +45,7 @@ import warnings
 
 from . import _preimport
 from ._log import warn_once
-from ._patching import Patch, register
+from ._patching import Patch, record, register
 
 PATCH = "numpy_names"
 
@@ -156,6 +156,8 @@ def restore(np=None):
             setattr(np, name, value)
             _added[name] = value
             added.append(name)
+    if added:
+        record(PATCH)
     return added
 
 

@@ -35,7 +35,7 @@ import weakref
 
 from . import _compat
 from ._log import logger
-from ._patching import Patch, Target, register
+from ._patching import Patch, Target, record, register
 from ._util import bind_arguments
 
 PATCH = "onednn_fc_bias"
@@ -148,6 +148,7 @@ def _wrap_bind(wrapped, instance, args, kwargs):
     group = instance._exec_group
     _hold(group, keep)
     _held[instance] = (group, keep)
+    record(PATCH)
     logger.debug("%s: %s keep their gradient buffer so their FullyConnected bias trains; "
                  "held fixed by MXNet's own update skip", PATCH, ", ".join(sorted(keep)))
     return result

@@ -13,7 +13,7 @@ import sys
 import wrapt
 
 from . import _preimport
-from ._patching import Patch, register
+from ._patching import Patch, record, register
 
 PATCH = "python_oo"
 _DOC_MODULES = {"mxnet.ndarray_doc": "NDArrayDoc", "mxnet.symbol_doc": "SymbolDoc"}
@@ -30,6 +30,7 @@ def _empty_docstrings(module):
     for cls in [base] + type.__subclasses__(base):
         if cls.__doc__ is None:
             cls.__doc__ = ""
+            record(PATCH)
 
 
 def _before_mxnet(version):

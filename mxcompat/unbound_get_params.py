@@ -14,7 +14,7 @@ raises there), so a caller's ``except AssertionError`` keeps working.  Patch nam
 ``unbound_get_params``.
 """
 from . import _compat
-from ._patching import Patch, Target, register
+from ._patching import Patch, Target, record, register
 
 PATCH = "unbound_get_params"
 DOC = ("Module.get_params() returns a loaded module's parameters before bind (as 1.6+ do), "
@@ -36,10 +36,12 @@ def _not_ready(instance, cls):
 def _wrap_get_params(cls):
     def wrapper(wrapped, instance, args, kwargs):
         if not instance.params_initialized:
+            record(PATCH)
             raise _not_ready(instance, cls)
         if (cls == "Module" and not instance.binded
                 and not _compat.since(_compat.UNBOUND_GET_PARAMS)):
             # What 1.6+ return here: unbound, nothing was computed on a device since load.
+            record(PATCH)
             return instance._arg_params, instance._aux_params
         return wrapped(*args, **kwargs)
     return wrapper

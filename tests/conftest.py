@@ -14,11 +14,17 @@ import pytest
 
 # mxcompat's own switches from the caller's shell (a stray MXCOMPAT_FREEZE) would change what
 # the tests test; each test sets what it means to test.
-for _name in [k for k in os.environ if k.startswith("MXCOMPAT_") and k != "MXCOMPAT_TEST_CACHE"]:
+_stray = [k for k in os.environ if k.startswith("MXCOMPAT_") and k != "MXCOMPAT_TEST_CACHE"]
+for _name in _stray:
     del os.environ[_name]
 
 import mxcompat  # noqa: E402
 from mxcompat import _compat, _log  # noqa: E402
+
+if _stray:
+    # mxcompat's pytest plugin imported it before this file ran, with those switches.
+    mxcompat.unfreeze()
+    mxcompat.numpy_legacy(False)
 
 import mxnet as mx  # noqa: E402  (after mxcompat: the patches land at this import)
 
@@ -66,12 +72,8 @@ def plain_import_works():
     return _plain_import[0]
 
 
-def pytest_report_header(config):
-    # The versions this env really got (the *latest envs take the newest NumPy there is).
-    import wrapt
-    return "mxcompat %s: MXNet %s, NumPy %s, Python %s, wrapt %s" % (
-        mxcompat.__version__, mx.__version__, sys.modules["numpy"].__version__,
-        sys.version.split()[0], wrapt.__version__)
+# The versions this env really got (the *latest envs take the newest NumPy there is) are in
+# the report header of mxcompat's pytest plugin (mxcompat/pytest_plugin.py).
 
 
 def pytest_configure(config):
