@@ -22,7 +22,7 @@ and a step after deferred parameters got their shapes); no cost per step.  A loc
 (one machine) has no server and is left alone.  Patch name ``trainer_kvstore_init``.
 """
 from . import _compat
-from ._patching import Patch, Target, register
+from ._patching import Patch, Target, record, register
 
 PATCH = "trainer_kvstore_init"
 DOC = ("A distributed Gluon Trainer (MXNet >= 1.7) waits for its initial weights to arrive "
@@ -37,12 +37,16 @@ def _wrap_init_params(wrapped, instance, args, kwargs):
         return result
     # Those still to do are deferred (no shape yet): broadcast at a later step, waited for then.
     pending = set(id(p) for p in getattr(instance, "_params_to_init", ()))
+    waited = False
     for param in before:
         if id(param) in pending or getattr(param, "_stype", "default") != "default":
             # Sparse weights are only init-ed here; they are pulled by rows in forward.
             continue
         for array in param.list_data():
             array.wait_to_read()
+        waited = True
+    if waited:
+        record(PATCH)
     return result
 
 
