@@ -41,7 +41,7 @@ DOC = ("BatchNorm running statistics matched by mxcompat.freeze stay bit for bit
 _lock = threading.Lock()
 _params = weakref.WeakSet()       # every Gluon Parameter built while the patch is on
 _generation = [0]                 # bumped when a Parameter is built: keys the Gluon cache
-_gluon_cache = [None, ()]         # [(registry version, generation), frozen statistics]
+_gluon_cache = [None, ()]         # [(registry version, generation), weak refs to them]
 _executor_cache = weakref.WeakKeyDictionary()   # Executor -> (registry version, [aux arrays])
 _settled = [None]                 # the key at which the engine was last drained (see _hold)
 
@@ -66,7 +66,8 @@ def _frozen_gluon_statistics(version):
     mask = found[0] if found is not None else (False,) * len(params)
     # Not differentiable: BatchNorm's running statistics (and any other state MXNet's ops
     # write in place); weights are differentiable and the update path holds them.
-    held = tuple(p for p, m in zip(params, mask) if m and not p._differentiable)
+    # Weak: the cache must not keep a deleted net's parameters (and their arrays) alive.
+    held = tuple(weakref.ref(p) for p, m in zip(params, mask) if m and not p._differentiable)
     _gluon_cache[:] = [key, held]
     return held
 
@@ -116,8 +117,9 @@ def _wrap_autograd_backward(wrapped, instance, args, kwargs):
         return wrapped(*args, **kwargs)
     version = registry.state.version
     arrays = []
-    for p in _frozen_gluon_statistics(version):
-        data = p._data
+    for ref in _frozen_gluon_statistics(version):
+        p = ref()
+        data = p._data if p is not None else None
         if data is not None:          # None: deferred initialisation not done yet
             arrays.extend(data)
     return _hold(arrays, version, lambda: wrapped(*args, **kwargs))

@@ -938,3 +938,22 @@ def test_patch_is_registered_and_reversible():
     assert all(a is not o for a, o in zip(again, originals))
     assert all(p._self_mxcompat_patch == "freeze" for p in patched + again)
     assert all(p.__wrapped__ is o for p, o in zip(again, originals))
+
+
+def test_registry_caches_keep_no_trainer_or_module_alive():
+    # A Parameter refers to its Trainer: a cache holding parameters would keep the Trainer
+    # (and a dist kvstore, whose late teardown aborts a ps-lite worker) alive until exit.
+    import gc
+    import weakref
+    mxcompat.freeze("net_fc1_weight", "net_batchnorm0_running_mean")
+    net = _gluon_net([mx.cpu()])
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    _gluon_train(net, trainer, [mx.cpu()], 2)
+    mod = _module()
+    _bind(mod)
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.1})
+    _train(mod, 2, _batches())
+    refs = [weakref.ref(o) for o in (net, trainer, mod)]
+    del net, trainer, mod
+    gc.collect()
+    assert [r() for r in refs] == [None, None, None]

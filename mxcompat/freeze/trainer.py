@@ -23,7 +23,11 @@ class _FrozenView(object):
         setattr(self._param, attr, value)
 
 
-_trainer_cache = weakref.WeakKeyDictionary()   # Trainer -> (version, params, length, found)
+# Trainer -> (version, id of its parameter list, its length, found).  Never the list itself: a
+# Parameter refers to its Trainer (Parameter._trainer), so a value holding the parameters
+# would keep its own weak key alive, and with it the Trainer and its (dist) kvstore, until
+# interpreter exit (measured: a ps-lite worker then aborts at exit and its cluster hangs).
+_trainer_cache = weakref.WeakKeyDictionary()
 
 
 def trainer_matches(trainer, params):
@@ -31,14 +35,14 @@ def trainer_matches(trainer, params):
     registry state and parameter list rather than at every step."""
     version = registry.state.version
     cached = _trainer_cache.get(trainer)
-    if (cached is not None and cached[0] == version and cached[1] is params
+    if (cached is not None and cached[0] == version and cached[1] == id(params)
             and cached[2] == len(params)):
         return cached[3]
     names = tuple(p.name for p in params)
     found = registry.matches(names)
     if found is not None:
         found = found + (names,)
-    _trainer_cache[trainer] = (version, params, len(params), found)
+    _trainer_cache[trainer] = (version, id(params), len(params), found)
     return found
 
 
