@@ -130,7 +130,7 @@ def test_record_counts_each_trap_handled_exactly():
 
 
 def test_the_end_of_the_run_lists_the_traps_handled_with_the_first_test(pytester):
-    pytester.makepyfile(test_traps=TRAPS)
+    pytester.makepyfile(test_legacy_code=TRAPS)
     result = pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore::UserWarning")
     result.assert_outcomes(passed=3)
     lines = result.outlines
@@ -138,8 +138,8 @@ def test_the_end_of_the_run_lists_the_traps_handled_with_the_first_test(pytester
                  if "legacy MXNet traps handled by mxcompat" in line)
     assert lines[start + 1:start + 5] == [
         "patch         count  first hit",
-        "bare_names        2  test_traps.py::test_bare_names",
-        "int_division      1  test_traps.py::test_int_division",
+        "bare_names        2  test_legacy_code.py::test_bare_names",
+        "int_division      1  test_legacy_code.py::test_int_division",
         "Each is legacy code that only works (or computes what it did on its own stack) "
         "because of mxcompat; `mxcompat patches` says what each patch fixes, "
         "--mxcompat-strict fails the tests that hit one.",
@@ -155,7 +155,7 @@ def test_no_section_when_nothing_was_handled(pytester):
 
 
 def test_strict_fails_the_tests_that_hit_a_trap(pytester):
-    pytester.makepyfile(test_traps=TRAPS)
+    pytester.makepyfile(test_legacy_code=TRAPS)
     result = pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore::UserWarning",
                                 "--mxcompat-strict")
     result.assert_outcomes(passed=1, failed=2)
@@ -165,8 +165,8 @@ def test_strict_fails_the_tests_that_hit_a_trap(pytester):
         "*--mxcompat-strict: mxcompat handled legacy MXNet trap(s) in this test: "
         "int_division (1); without mxcompat*",
     ])
-    result.stdout.fnmatch_lines(["FAILED test_traps.py::test_bare_names*",
-                                 "FAILED test_traps.py::test_int_division*"])
+    result.stdout.fnmatch_lines(["FAILED test_legacy_code.py::test_bare_names*",
+                                 "FAILED test_legacy_code.py::test_int_division*"])
 
 
 def test_strict_counts_a_fixture_that_hits_a_trap(pytester):
