@@ -24,6 +24,7 @@ from . import ndarray_to_numpy as _ndarray_to_numpy  # noqa: E402  (registers "n
 from . import python_oo as _python_oo  # noqa: E402  (registers "python_oo")
 from . import unbound_get_params as _get_params  # noqa: E402  (registers "unbound_get_params")
 from . import int_division as _int_division  # noqa: E402  (registers "int_division")
+from .onnx_export import to_onnx  # noqa: E402  (registers "onnx")
 from .legacy_numpy import numpy_legacy  # noqa: E402  (opt-in, not a patch)
 
 __version__ = "0.1.0"
@@ -43,6 +44,7 @@ __all__ = [
     "quantize",
     "to_gluon",
     "to_module",
+    "to_onnx",
     "unfreeze",
     "unpatch",
     "__version__",
