@@ -291,3 +291,45 @@ def test_patch_imports_no_more_of_onnx_than_mxnet_does():
     assert (plain.returncode, patched.returncode) == (0, 0), plain.stderr + patched.stderr
     assert json.loads(patched.stdout) == json.loads(plain.stdout)
     assert ("onnx.mapping" in json.loads(patched.stdout)) == ONNX_HAS_MAPPING
+
+
+def _mxcompat(*args):
+    import subprocess
+    from conftest import subprocess_env
+    return subprocess.run([sys.executable, "-m", "mxcompat"] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, env=subprocess_env(), timeout=300)
+
+
+@needs_onnx
+def test_cli_converts_a_checkpoint(tmpdir):
+    mod = _softmax_module()
+    prefix = str(tmpdir.join("m"))
+    mod.save_checkpoint(prefix, 3)
+    proc = _mxcompat("onnx", prefix, "3", "--input-shape", "2,3,8,8")
+    assert proc.returncode == 0, proc.stderr
+    opset = onnx_export._opsets()[1]
+    model = onnx.load(prefix + ".onnx")
+    assert proc.stdout == "wrote %s.onnx: opset %d, %d nodes, inputs data; onnxruntime %s " \
+                          "agrees with MXNet %s\n" % (prefix, opset, len(model.graph.node),
+                                                      onnxruntime.__version__, mx.__version__)
+    x = np.random.RandomState(1).uniform(-1, 1, (2, 3, 8, 8)).astype("float32")
+    expected = mod.predict(mx.io.NDArrayIter(x, batch_size=2)).asnumpy()
+    np.testing.assert_allclose(_run(model, {"data": x})[0], expected, rtol=1e-5, atol=1e-6)
+
+    out = str(tmpdir.join("other.onnx"))
+    proc = _mxcompat("onnx", prefix, "3", "--input-shape", "1,3,8,8", "-o", out,
+                     "--opset", str(opset), "--no-verify")
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.startswith("wrote %s: opset %d," % (out, opset))
+    assert onnx.load(out).graph.input[0].type.tensor_type.shape.dim[0].dim_value == 1
+
+
+def test_cli_errors_are_one_line(tmpdir):
+    proc = _mxcompat("onnx", str(tmpdir.join("none")), "0", "--input-shape", "1,3,8,8")
+    assert (proc.returncode, proc.stderr) == (1, "mxcompat onnx: no checkpoint %s, epoch 0: "
+                                              "%s-symbol.json and %s-0000.params not found\n"
+                                              % ((str(tmpdir.join("none")),) * 3))
+    proc = _mxcompat("onnx", "m", "0", "--input-shape", "1,x")
+    assert proc.returncode == 2
+    assert "'1,x' is not a shape like 1,3,224,224" in proc.stderr
