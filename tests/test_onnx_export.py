@@ -339,3 +339,27 @@ def test_cli_errors_are_one_line(tmpdir):
     proc = _mxcompat("onnx", "m", "0", "--input-shape", "1,x")
     assert proc.returncode == 2
     assert "'1,x' is not a shape like 1,3,224,224" in proc.stderr
+
+
+@needs_onnx
+def test_check_line(tmpdir):
+    from mxcompat import check
+    opset = onnx_export._opsets()[1]
+    assert check._check_onnx(mx, str(tmpdir)) == (
+        "export_model wrote opset %d; to_onnx: onnxruntime %s agrees (opset %d)"
+        % (opset, onnxruntime.__version__, opset))
+
+
+@needs_onnx
+@pytest.mark.skipif(ONNX_HAS_MAPPING, reason="needs onnx >= 1.19 (no onnx.mapping)")
+def test_check_line_fails_without_the_patch(tmpdir, unpatched):
+    from mxcompat import check
+    with pytest.raises(ImportError, match="Onnx and protobuf need to be installed"):
+        check._check_onnx(mx, str(tmpdir))
+
+
+def test_check_line_skips_without_onnx(tmpdir, monkeypatch):
+    from mxcompat import check
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(check.Skip, match=r"^needs onnx and onnxruntime: pip install "):
+        check._check_onnx(mx, str(tmpdir))
