@@ -25,6 +25,7 @@ from . import numpy2 as _numpy2  # noqa: E402  (registers "numpy2")
 from . import ndarray_to_numpy as _ndarray_to_numpy  # noqa: E402  (registers "ndarray_to_numpy")
 from . import unbound_get_params as _get_params  # noqa: E402  (registers "unbound_get_params")
 from . import int_division as _int_division  # noqa: E402  (registers "int_division")
+from .onnx_export import to_onnx  # noqa: E402  (registers "onnx")
 from . import trainer_kvstore_init as _trainer_kvstore_init  # noqa: E402  (registers it)
 # Last: the -OO tests expect python_oo at the end of the registry.
 from . import python_oo as _python_oo  # noqa: E402  (registers "python_oo")
@@ -47,6 +48,7 @@ __all__ = [
     "quantize",
     "to_gluon",
     "to_module",
+    "to_onnx",
     "unfreeze",
     "unpatch",
     "__version__",

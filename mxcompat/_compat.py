@@ -104,6 +104,24 @@ SPLIT_DATA_SPREADS_REMAINDER = (1, 7)
 SPLIT_DATA_FEWER_SLICES = (1, 5)
 SPLIT_DATA_AXIS0_INDEXING = (1, 8)
 
+# ONNX export.  MXNet's exporter is mxnet.contrib.onnx.mx2onnx from 1.3 and the package
+# mxnet.onnx from 1.9 (contrib.onnx.export_model then only forwards to it, with a notice).
+MX_ONNX_PACKAGE = (1, 9)
+# create_onnx_graph_proto / export_model take opset_version from 1.8 (and translate by it);
+# before, the translations are written for one opset and export_model stamps whatever the
+# installed onnx's newest is.
+ONNX_EXPORT_OPSET_ARG = (1, 8)
+# 1.9 registers converters per opset (MXNetGraph.registry_[12], [13]); before, one dict.
+ONNX_REGISTRY_BY_OPSET = (1, 9)
+# (lowest, highest) opset each release's exporter writes correctly (onnx's checker accepts
+# its graphs and onnxruntime matches MXNet), from the release on.  Measured with onnx 1.23.2
+# and onnxruntime 1.32 on the model-zoo nets of tests/test_onnx_export.py.
+ONNX_EXPORT_OPSETS = (
+    ((1, 3), (8, 8)),
+    ((1, 8), (9, 12)),
+    ((1, 9), (12, 13)),
+)
+
 
 def parse_version(text):
     """``'1.8.0.post0'`` → ``(1, 8, 0)``; ``'2.0.0b1'`` → ``(2, 0, 0)``; junk → ``None``.

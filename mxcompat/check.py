@@ -342,6 +342,30 @@ def _check_fixed_param_names(mx, tmp):
                              % names)
     return "the module's own names and the registry's"
 
+@check("onnx", "MXNet's own ONNX exporter runs on this onnx; to_onnx agrees in onnxruntime")
+def _check_onnx(mx, tmp):
+    import numpy as np
+    from . import onnx_export
+    try:
+        import onnx
+        import onnxruntime
+    except ImportError:
+        raise Skip("needs onnx and onnxruntime: %s" % onnx_export.INSTALL_HINT)
+    # A net every release's exporter converts (1.3's cannot flatten before a Gemm).
+    rng = np.random.RandomState(0)
+    net = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=6, name="fc1")
+    net = mx.sym.FullyConnected(mx.sym.Activation(net, act_type="relu"), num_hidden=3,
+                                name="fc2")
+    params = {"fc1_weight": mx.nd.array(rng.randn(6, 4)), "fc1_bias": mx.nd.zeros((6,)),
+              "fc2_weight": mx.nd.array(rng.randn(3, 6)), "fc2_bias": mx.nd.zeros((3,))}
+    export = (mx.onnx.export_model if _compat.since(_compat.MX_ONNX_PACKAGE)
+              else mx.contrib.onnx.export_model)
+    path = export(net, params, [(2, 4)], np.float32, os.path.join(tmp, "m.onnx"))
+    opset = onnx.load(path).opset_import[0].version
+    model = onnx_export.to_onnx((net, params, {}), [(2, 4)])    # raises if they disagree
+    return "export_model wrote opset %d; to_onnx: onnxruntime %s agrees (opset %d)" % (
+        opset, onnxruntime.__version__, model.opset_import[0].version)
+
 
 def _versions(mx):
     import numpy

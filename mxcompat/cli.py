@@ -1,5 +1,6 @@
 """The ``mxcompat`` command: ``run`` a legacy script with the patches, ``check`` an install,
-list the ``patches``, run a project's tests on every supported MXNet (``matrix``, matrix.py).
+list the ``patches``, run a project's tests on every supported MXNet (``matrix``, matrix.py),
+convert a checkpoint to ``onnx``.
 
 ``run`` works like ``ddtrace-run``: it puts a ``sitecustomize`` on ``PYTHONPATH`` and
 replaces itself with ``python [options] script.py args`` (``exec``), so argv, ``__main__``,
@@ -12,7 +13,7 @@ import os
 import platform
 import sys
 
-from . import __version__, _compat, _patching, _traps, legacy_numpy
+from . import __version__, _compat, _patching, _traps, legacy_numpy, onnx_export
 
 ENV_FREEZE = "MXCOMPAT_FREEZE"
 BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
@@ -55,7 +56,7 @@ def _parser():
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=ENVIRONMENT_HELP)
     parser.add_argument("--version", action="version", version="mxcompat " + __version__)
-    sub = parser.add_subparsers(dest="command", metavar="{run,check,patches,matrix}")
+    sub = parser.add_subparsers(dest="command", metavar="{run,check,patches,matrix,onnx}")
     sub.required = True
 
     run = sub.add_parser(
@@ -87,7 +88,68 @@ def _parser():
     sub.add_parser("matrix", add_help=False,
                    help="run a command (your tests) in a fresh env per supported MXNet x "
                         "Python x NumPy combination: mxcompat matrix --help")
+
+    to_onnx = sub.add_parser(
+        "onnx", help="convert a checkpoint (PREFIX-symbol.json, PREFIX-EPOCH.params) to ONNX "
+                     "with MXNet's own exporter, verified in onnxruntime",
+        description="Convert a checkpoint to ONNX with MXNet's own exporter (loss heads become "
+                    "their inference ops), then run it in onnxruntime against MXNet.  Needs "
+                    "onnx and onnxruntime: " + onnx_export.INSTALL_HINT)
+    to_onnx.add_argument("prefix", metavar="PREFIX")
+    to_onnx.add_argument("epoch", metavar="EPOCH", type=int)
+    to_onnx.add_argument("--input-shape", action="append", required=True, metavar="N,C,H,W",
+                         type=_shape, help="the shape of the model's input, e.g. 1,3,224,224; "
+                                           "once per input, in the symbol's order")
+    to_onnx.add_argument("-o", "--output", metavar="FILE",
+                         help="where to write the model (default: PREFIX.onnx)")
+    to_onnx.add_argument("--opset", type=int, metavar="N",
+                         help="ONNX opset (default: the newest this MXNet's exporter writes)")
+    to_onnx.add_argument("--no-verify", action="store_true",
+                         help="do not run the model in onnxruntime against MXNet")
     return parser, run
+
+
+def _shape(text):
+    try:
+        shape = tuple(int(d) for d in text.split(","))
+    except ValueError:
+        shape = ()
+    if not shape or any(d <= 0 for d in shape):
+        raise argparse.ArgumentTypeError("%r is not a shape like 1,3,224,224" % text)
+    return shape
+
+
+def _onnx(args):
+    import warnings
+    files = ["%s-symbol.json" % args.prefix, "%s-%04d.params" % (args.prefix, args.epoch)]
+    missing = [f for f in files if not os.path.isfile(f)]
+    if missing:
+        # MXNet's own error here is a C++ stack trace.
+        sys.stderr.write("mxcompat onnx: no checkpoint %s, epoch %d: %s not found\n"
+                         % (args.prefix, args.epoch, " and ".join(missing)))
+        return 1
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import mxnet as mx
+        symbol, arg_params, aux_params = mx.model.load_checkpoint(args.prefix, args.epoch)
+        path = args.output or args.prefix + ".onnx"
+        model = onnx_export.to_onnx((symbol, arg_params, aux_params), args.input_shape,
+                                    path=path, opset=args.opset, verify=not args.no_verify)
+    except (ImportError, NotImplementedError, ValueError, TypeError, AssertionError,
+            IOError) as exc:
+        sys.stderr.write("mxcompat onnx: %s\n" % exc)
+        return 1
+    except Exception as exc:  # pylint: disable=broad-except
+        # MXNetError and the like: one line, as above, with the type that says whose it is.
+        sys.stderr.write("mxcompat onnx: %s: %s\n" % (type(exc).__name__, exc))
+        return 1
+    sys.stdout.write("wrote %s: opset %d, %d nodes, inputs %s%s\n" % (
+        path, model.opset_import[0].version, len(model.graph.node),
+        ", ".join(i.name for i in model.graph.input),
+        "" if args.no_verify else "; onnxruntime %s agrees with MXNet %s" % (
+            sys.modules["onnxruntime"].__version__, mx.__version__)))
+    return 0
 
 
 def _append_env(env, key, values):
@@ -253,5 +315,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command == "patches":
         return _patches(as_json=args.json)
+    if args.command == "onnx":
+        return _onnx(args)
     from . import check
     return check.main(as_json=args.json)
