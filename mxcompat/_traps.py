@@ -144,6 +144,15 @@ TRAPS = (
                 'other than rank 0 can receive the summed gradients as its weights'),
          ours=('every worker starts from the same weights and stays bit-identical to the '
                'others (patch `trainer_kvstore_init`)')),
+    Trap(patch='onnx', check='onnx',
+         symptom=('`ImportError: Onnx and protobuf need to be installed` from '
+                  '`mx.onnx.export_model` (1.9) or `mx.contrib.onnx.export_model` (1.3–1.8) '
+                  "with onnx installed; past that, graphs onnx's checker rejects"),
+         cause=('onnx 1.19 removed `onnx.mapping`, which every MXNet exporter reads; today\'s '
+                'onnx checks a graph against its own newest opset'),
+         ours=('the exporters run on today\'s onnx (onnx itself unchanged outside an export); '
+               '`mxcompat.to_onnx(model)` exports in memory and verifies in onnxruntime '
+               '(patch `onnx`)')),
     Trap(patch=None, check=None,
          symptom=('a Gluon `Dense` bias that never trains after `dense.weight.grad_req = '
                   "'null'` (MXNet 1.7–1.9 pip wheels, CPU)"),
