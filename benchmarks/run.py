@@ -16,6 +16,8 @@ overhead  a Module training step (forward_backward + update + waitall) patched v
           alone (MXNet queues the work: the wrappers' own cost, without the step's noise).
 trainer   the same for a Gluon ``Trainer.step`` (autograd forward/backward + step + waitall)
           and the ``step()`` call alone.
+ops       small imperative operator calls (NDArray, ``mx.np``) and a hybridized forward, with
+          the ``numpy2`` patch removed vs applied (its check runs on every operator call).
 freeze    the backbone (every parameter but the last FullyConnected's) frozen through the
           registry before ``bind`` vs native ``fixed_param_names`` (their own interleaving,
           3x the repetitions, plus the ``update()`` call alone) vs nothing frozen, with the
@@ -48,6 +50,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 
 os.environ.setdefault("MXNET_SUBGRAPH_VERBOSE", "0")
@@ -175,6 +178,63 @@ def bench_patch_overhead(table, configs, reps):
                   times["patched+pattern"])
     mxcompat.patch()
     mxcompat.unfreeze()
+
+
+# --- operator calls (the numpy2 patch on the per-operator path) -----------------------------
+
+def _numpy2_state(name):
+    if name == "unpatched":
+        mxcompat.unpatch("numpy2")
+    else:
+        mxcompat.patch("numpy2")
+
+
+def _op_loop(body, calls):
+    def run():
+        for _ in range(calls):
+            body()
+    return run
+
+
+def bench_operator_calls(table, reps):
+    """Small imperative operators, whose arguments hold no NumPy scalar, with the numpy2
+    patch removed vs applied (its per-call check is all that differs; on NumPy 1 it is not
+    applied and both sides run the same code)."""
+    from mxnet import gluon
+    calls = 100
+    # Short timings alternated many times: each side's median is of 10x the usual reps.
+    reps = 10 * reps
+    x = mx.nd.ones((1, 4, 8, 8))
+    cases = [("NDArray ops (Pooling, slice, reshape), 1x4x8x8",
+              lambda: (mx.nd.Pooling(x, kernel=(2, 2), pool_type="max"),
+                       mx.nd.slice(x, begin=(0, 0, 0, 0), end=(1, 2, 4, 4)),
+                       x.reshape((1, -1))))]
+    if hasattr(mx, "np") and hasattr(mx, "npx"):
+        a = mx.np.ones((1, 4, 8, 8))
+        cases.append(("mx.np ops (transpose, npx.pooling, sum, npx.relu)",
+                      lambda: (mx.np.transpose(a, (0, 1, 3, 2)),
+                               mx.npx.pooling(a, kernel=(2, 2), pool_type="max"),
+                               mx.np.sum(a, axis=(2, 3)), mx.npx.relu(a))))
+    net = gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(gluon.nn.Conv2D(8, 3, padding=1), gluon.nn.Activation("relu"),
+                gluon.nn.GlobalAvgPool2D(), gluon.nn.Dense(10))
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    net(x).wait_to_read()
+    cases.append(("hybridized forward (conv, relu, pool, dense), 1x4x8x8",
+                  lambda: net(x)))
+    for label, body in cases:
+        run = _op_loop(body, calls)
+        mx.nd.waitall()
+        for clock, what in ((time.perf_counter, "wall"), (time.process_time, "CPU")):
+            times = interleave({"unpatched": run, "patched": run}, reps, clock=clock,
+                               setup=lambda side: (mx.nd.waitall(), _numpy2_state(side)))
+            mx.nd.waitall()
+            per_call = dict((k, [t / calls for t in v]) for k, v in times.items())
+            table.add("%s, per iteration (%s)" % (label, what), "numpy2 unpatched",
+                      per_call["unpatched"], "numpy2 patched", per_call["patched"], "<= 1.02x")
+    mxcompat.patch()
 
 
 # --- 4. Gluon Trainer.step --------------------------------------------------------------------
@@ -674,6 +734,7 @@ def versions():
 SECTIONS = [
     ("overhead", lambda t, cfg, reps: bench_patch_overhead(t, cfg, reps)),
     ("trainer", lambda t, cfg, reps: bench_trainer_step(t, cfg, reps)),
+    ("ops", lambda t, cfg, reps: bench_operator_calls(t, reps)),
     ("freeze", lambda t, cfg, reps: bench_freeze(t, cfg, reps)),
     ("convert", lambda t, cfg, reps: bench_convert(t, cfg, reps)),
     ("memory", lambda t, cfg, reps: bench_memory(t, cfg, reps)),
