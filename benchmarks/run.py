@@ -202,7 +202,7 @@ def bench_operator_calls(table, reps):
     applied and both sides run the same code)."""
     from mxnet import gluon
     calls = 100
-    # Short timings alternated many times: each side's median is of 10x the usual reps.
+    # Short timings alternated many times: each side has 10x the usual repetitions.
     reps = 10 * reps
     x = mx.nd.ones((1, 4, 8, 8))
     cases = [("NDArray ops (Pooling, slice, reshape), 1x4x8x8",
@@ -224,16 +224,23 @@ def bench_operator_calls(table, reps):
     net(x).wait_to_read()
     cases.append(("hybridized forward (conv, relu, pool, dense), 1x4x8x8",
                   lambda: net(x)))
+    applied = "numpy2" in mxcompat.patched()
     for label, body in cases:
         run = _op_loop(body, calls)
         mx.nd.waitall()
-        for clock, what in ((time.perf_counter, "wall"), (time.process_time, "CPU")):
-            times = interleave({"unpatched": run, "patched": run}, reps, clock=clock,
-                               setup=lambda side: (mx.nd.waitall(), _numpy2_state(side)))
-            mx.nd.waitall()
-            per_call = dict((k, [t / calls for t in v]) for k, v in times.items())
-            table.add("%s, per iteration (%s)" % (label, what), "numpy2 unpatched",
-                      per_call["unpatched"], "numpy2 patched", per_call["patched"], "<= 1.02x")
+        times = interleave({"unpatched": run, "patched": run}, reps,
+                           setup=lambda side: (mx.nd.waitall(), _numpy2_state(side)))
+        mx.nd.waitall()
+        per_call = dict((k, [t / calls for t in v]) for k, v in times.items())
+        if not applied:
+            label += " (NumPy 1: numpy2 not applied)"
+        table.add("%s, per iteration" % label, "numpy2 unpatched", per_call["unpatched"],
+                  "numpy2 patched", per_call["patched"], "<= 1.02x")
+        # On a loaded machine most repetitions wait for a core; the fastest of each side is
+        # the uncontended cost (same samples, shown beside the medians).
+        table.add("  same, fastest repetition of each side", "numpy2 unpatched",
+                  [min(per_call["unpatched"])], "numpy2 patched", [min(per_call["patched"])],
+                  "<= 1.02x")
     mxcompat.patch()
 
 
