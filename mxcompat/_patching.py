@@ -17,11 +17,7 @@ import wrapt
 
 from . import _compat
 from ._log import forget as _forget_warning, logger, warn_once
-
-ENV_DISABLE = "MXCOMPAT_DISABLE"
-ENV_DISABLE_PATCHES = "MXCOMPAT_DISABLE_PATCHES"
-
-_FALSY = ("", "0", "false", "no", "off")
+from ._preimport import ENV_DISABLE, ENV_DISABLE_PATCHES, env_flag as _env_flag
 
 # RLock: a patch's on_apply may call back into the registry.
 _lock = threading.RLock()
@@ -124,10 +120,6 @@ def patched():
     """The names of the patches applied to the imported mxnet, in stacking order."""
     with _lock:
         return tuple(_active)
-
-
-def _env_flag(name):
-    return os.environ.get(name, "").strip().lower() not in _FALSY
 
 
 def auto_patch():
