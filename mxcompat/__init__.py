@@ -70,8 +70,9 @@ _PATCH_MODULES = (
     "python_oo",
     "unbound_get_params",
     "int_division",
-    "legacy_numpy",     # opt-in, not a patch
+    "legacy_numpy",     # opt-in, not a patch (MXCOMPAT_NUMPY_LEGACY is read at its import)
 )
+# quantization registers nothing: imported at the first use of `quantize`.
 
 _load_lock = _thread.RLock()
 _load_state = {"loaded": False, "loading": False}
@@ -94,7 +95,8 @@ def _load():
             names = globals()
             # Bound now: importing the submodule `freeze` set the attribute to the module.
             for public, (module, attr) in _PUBLIC.items():
-                names[public] = getattr(_sys.modules[__name__ + "." + module], attr)
+                if __name__ + "." + module in _sys.modules:
+                    names[public] = getattr(_sys.modules[__name__ + "." + module], attr)
             # Under the lock: another thread's patch()/unpatch() comes after, as it came
             # after `import mxcompat`.
             _sys.modules[__name__ + "._patching"].auto_patch()
@@ -110,8 +112,13 @@ def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError("module %r has no attribute %r" % (__name__, name))
     _load()
+    names = globals()
+    if name not in names and name in _PUBLIC:
+        from importlib import import_module
+        module, attr = _PUBLIC[name]
+        names[name] = getattr(import_module(__name__ + "." + module), attr)
     try:
-        return globals()[name]
+        return names[name]
     except KeyError:
         raise AttributeError("module %r has no attribute %r" % (__name__, name)) from None
 
