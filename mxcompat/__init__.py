@@ -10,6 +10,7 @@ if it already is).  ``MXCOMPAT_DISABLE=1`` turns every patch off,
 # mxnet is already imported, or at the first use of a public name (module __getattr__).
 import sys as _sys
 import _thread
+import os as _os
 
 from . import _preimport
 
@@ -127,6 +128,10 @@ def __dir__():
     return sorted(set(globals()) | set(_PUBLIC))
 
 
+# Settings from the environment are read (and a bad one warned about) at `import mxcompat`, as
+# always: loading at once costs only the programs that set them.
+_READ_AT_IMPORT = ("MXCOMPAT_FREEZE", "MXCOMPAT_NUMPY_LEGACY", "MXCOMPAT_DISABLE_PATCHES")
+
 _preimport.install(_load)
-if "mxnet" in _sys.modules:
+if "mxnet" in _sys.modules or any(_os.environ.get(k) for k in _READ_AT_IMPORT):
     _load()
