@@ -3,11 +3,13 @@
 Most fixes are patches applied after ``import mxnet`` (``_patching``).  A few cannot wait:
 MXNet 1.6+ reads ``numpy.bool``, ``numpy.PZERO``… and imports ``distutils`` while
 ``mxnet/__init__.py`` executes.  ``import mxcompat`` therefore puts this finder at the front of
-``sys.meta_path``, and does nothing else (NumPy and MXNet are not imported).  When an MXNet
-distribution is really being imported (its module is created from a real spec), the finder
-runs the pre-import actions of the patches the user wants (so ``MXCOMPAT_DISABLE`` /
-``MXCOMPAT_DISABLE_PATCHES`` and ``mxcompat.unpatch`` switch them off like any patch), then
-steps aside: it never loads a module itself.  Nothing happens where MXNet is not installed.
+``sys.meta_path``, and does nothing else (NumPy and MXNet are not imported, nor mxcompat's
+patch modules and wrapt).  When an MXNet distribution is really being imported (its module is
+created from a real spec), its loader loads mxcompat's patches, runs the pre-import actions of
+those the user wants (so ``MXCOMPAT_DISABLE`` / ``MXCOMPAT_DISABLE_PATCHES`` and
+``mxcompat.unpatch`` switch them off like any patch), lets MXNet's own loader run MXNet's code,
+and then applies the patches.  It never loads MXNet itself, and nothing happens where MXNet is
+not installed.
 """
 import _thread
 import os
@@ -24,7 +26,7 @@ _FALSY = ("", "0", "false", "no", "off")
 
 _lock = _thread.RLock()
 _actions = {}                 # patch name -> action(version), run before mxnet's code (in order)
-_busy = _thread._local()     # re-entrancy guard: an action may import things itself
+_busy = _thread._local()      # re-entrancy guard: an action may import things itself
 _on_import = [None]           # mxcompat's loader of its patches (install), called at `import mxnet`
 
 LATE_IMPORT_KEY = "mxnet-imported-before-mxcompat"
