@@ -4,32 +4,15 @@ Importing mxcompat never imports mxnet: the patches land when mxnet is imported 
 if it already is).  ``MXCOMPAT_DISABLE=1`` turns every patch off,
 ``MXCOMPAT_DISABLE_PATCHES=labels,bare_names`` the named ones.
 """
-from ._compat import SUPPORTED
-from ._log import MXCompatWarning
-from ._patching import names as patch_names, patch, patched, unpatch
+# `import mxcompat` before `import mxnet` only puts _preimport's finder in sys.meta_path
+# (a few standard modules Python has loaded anyway).  The patch modules, wrapt (whose 2.x
+# imports asyncio, ~13 ms) and the public API are loaded when MXNet's import starts, when
+# mxnet is already imported, or at the first use of a public name (module __getattr__).
+import sys as _sys
+import _thread
+import os as _os
 
-# Each import registers one patch; the order here is the order patches stack in.
-from . import bare_names as _bare_names  # noqa: E402  (registers "bare_names")
-from . import labels as _labels  # noqa: E402  (registers "labels")
-# Below freeze: its Module.bind sees the registry's names among the fixed ones.
-from . import onednn_fc_bias as _onednn_fc_bias  # noqa: E402  (registers "onednn_fc_bias")
-from .freeze import (freeze, frozen, frozen_patterns, frozen_report,  # noqa: E402
-                     is_frozen, unfreeze)  # (registers "freeze")
-from . import frozen_statistics as _frozen_statistics  # noqa: E402  (registers it)
-from . import fixed_param_names as _fixed_param_names  # noqa: E402  (registers it)
-from .convert import to_gluon, to_module  # noqa: E402  (registers "convert")
-from .quantization import quantize  # noqa: E402
-from . import distutils_compat as _distutils_compat  # noqa: E402  (registers "distutils")
-from . import numpy_compat as _numpy_compat  # noqa: E402  (registers "numpy_names")
-from . import numpy2 as _numpy2  # noqa: E402  (registers "numpy2")
-from . import ndarray_to_numpy as _ndarray_to_numpy  # noqa: E402  (registers "ndarray_to_numpy")
-from . import unbound_get_params as _get_params  # noqa: E402  (registers "unbound_get_params")
-from . import int_division as _int_division  # noqa: E402  (registers "int_division")
-from .onnx_export import to_onnx  # noqa: E402  (registers "onnx")
-from . import trainer_kvstore_init as _trainer_kvstore_init  # noqa: E402  (registers it)
-# Last: the -OO tests expect python_oo at the end of the registry.
-from . import python_oo as _python_oo  # noqa: E402  (registers "python_oo")
-from .legacy_numpy import numpy_legacy  # noqa: E402  (opt-in, not a patch)
+from . import _preimport
 
 __version__ = "0.1.0"
 
@@ -54,6 +37,106 @@ __all__ = [
     "__version__",
 ]
 
-from ._patching import auto_patch as _auto_patch  # noqa: E402
+# Public name -> (module, attribute).
+_PUBLIC = {
+    "MXCompatWarning": ("_log", "MXCompatWarning"),
+    "SUPPORTED": ("_compat", "SUPPORTED"),
+    "freeze": ("freeze", "freeze"),
+    "frozen": ("freeze", "frozen"),
+    "frozen_patterns": ("freeze", "frozen_patterns"),
+    "frozen_report": ("freeze", "frozen_report"),
+    "is_frozen": ("freeze", "is_frozen"),
+    "numpy_legacy": ("legacy_numpy", "numpy_legacy"),
+    "patch": ("_patching", "patch"),
+    "patch_names": ("_patching", "names"),
+    "patched": ("_patching", "patched"),
+    "quantize": ("quantization", "quantize"),
+    "to_gluon": ("convert", "to_gluon"),
+    "to_module": ("convert", "to_module"),
+    "to_onnx": ("onnx_export", "to_onnx"),
+    "unfreeze": ("freeze", "unfreeze"),
+    "unpatch": ("_patching", "unpatch"),
+}
 
-_auto_patch()
+# Each import registers one patch; the order here is the order patches stack in.
+_PATCH_MODULES = (
+    "bare_names",
+    "labels",
+    "onednn_fc_bias",   # below freeze: its Module.bind sees the registry's names among the fixed
+    "freeze",
+    "frozen_statistics",
+    "fixed_param_names",
+    "convert",
+    "distutils_compat",
+    "numpy_compat",
+    "numpy2",
+    "ndarray_to_numpy",
+    "unbound_get_params",
+    "int_division",
+    "onnx_export",
+    "trainer_kvstore_init",
+    "python_oo",        # last: the -OO tests expect it at the end of the registry
+    "legacy_numpy",     # opt-in, not a patch (MXCOMPAT_NUMPY_LEGACY is read at its import)
+)
+# quantization registers nothing: imported at the first use of `quantize`.
+
+_load_lock = _thread.RLock()
+_load_state = {"loaded": False, "loading": False}
+
+
+def _load():
+    """Register every patch, bind the public names and apply what the environment asks for
+    (what ``import mxcompat`` did at once before).  Returns whether it did so now."""
+    if _load_state["loaded"]:
+        return False
+    with _load_lock:
+        # "loading": re-entered from this thread (a patch module's `from . import x`).
+        if _load_state["loaded"] or _load_state["loading"]:
+            return False
+        _load_state["loading"] = True
+        try:
+            from importlib import import_module
+            for name in _PATCH_MODULES:
+                import_module(__name__ + "." + name)
+            names = globals()
+            # Bound now: importing the submodule `freeze` set the attribute to the module.
+            for public, (module, attr) in _PUBLIC.items():
+                if __name__ + "." + module in _sys.modules:
+                    names[public] = getattr(_sys.modules[__name__ + "." + module], attr)
+            # Under the lock: another thread's patch()/unpatch() comes after, as it came
+            # after `import mxcompat`.
+            _sys.modules[__name__ + "._patching"].auto_patch()
+            _load_state["loaded"] = True
+        finally:
+            _load_state["loading"] = False
+    return True
+
+
+def __getattr__(name):
+    # A public name, or a submodule asked of the package (`from mxcompat import _patching`),
+    # comes with every patch registered.
+    if name.startswith("__"):
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    _load()
+    names = globals()
+    if name not in names and name in _PUBLIC:
+        from importlib import import_module
+        module, attr = _PUBLIC[name]
+        names[name] = getattr(import_module(__name__ + "." + module), attr)
+    try:
+        return names[name]
+    except KeyError:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name)) from None
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+# Settings from the environment are read (and a bad one warned about) at `import mxcompat`, as
+# always: loading at once costs only the programs that set them.
+_READ_AT_IMPORT = ("MXCOMPAT_FREEZE", "MXCOMPAT_NUMPY_LEGACY", "MXCOMPAT_DISABLE_PATCHES")
+
+_preimport.install(_load)
+if "mxnet" in _sys.modules or any(_os.environ.get(k) for k in _READ_AT_IMPORT):
+    _load()

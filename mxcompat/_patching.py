@@ -17,11 +17,7 @@ import wrapt
 
 from . import _compat
 from ._log import forget as _forget_warning, logger, warn_once
-
-ENV_DISABLE = "MXCOMPAT_DISABLE"
-ENV_DISABLE_PATCHES = "MXCOMPAT_DISABLE_PATCHES"
-
-_FALSY = ("", "0", "false", "no", "off")
+from ._preimport import ENV_DISABLE, ENV_DISABLE_PATCHES, env_flag as _env_flag
 
 # RLock: a patch's on_apply may call back into the registry.
 _lock = threading.RLock()
@@ -36,17 +32,21 @@ class Target(object):
     """One attribute a patch changes.
 
     ``wrapper`` (a wrapt wrapper ``(wrapped, instance, args, kwargs)``) wraps an existing
-    function; ``new`` adds an attribute MXNet does not have (e.g. ``Module.to_gluon``).
-    ``optional`` targets are skipped when the release lacks the attribute.
+    function; ``proxy`` (``proxy(original)`` returning a ``wrapt.ObjectProxy`` of it) does
+    the same where a call must cost less than a wrapt ``FunctionWrapper`` (a function MXNet
+    calls once per operator); ``new`` adds an attribute MXNet does not have (e.g.
+    ``Module.to_gluon``).  ``optional`` targets are skipped when the release lacks the
+    attribute.
     """
 
-    def __init__(self, module, path, wrapper=None, new=None, optional=False):
-        assert (wrapper is None) != (new is None)
+    def __init__(self, module, path, wrapper=None, new=None, optional=False, proxy=None):
+        assert [wrapper, new, proxy].count(None) == 2
         self.module = module
         self.path = path
         self.wrapper = wrapper
         self.new = new
         self.optional = optional
+        self.proxy = proxy
 
 
 class Patch(object):
@@ -142,10 +142,6 @@ def patched():
     """The names of the patches applied to the imported mxnet, in stacking order."""
     with _lock:
         return tuple(_active)
-
-
-def _env_flag(name):
-    return os.environ.get(name, "").strip().lower() not in _FALSY
 
 
 def auto_patch():
@@ -272,7 +268,7 @@ def _apply(name):
                     continue
                 raise AttributeError("mxcompat: %s.%s not found" % (target.module, target.path))
             original = vars(parent)[attr] if owned else None
-            if target.wrapper is not None and not owned and _wrapped_by(
+            if target.new is None and not owned and _wrapped_by(
                     _raw_attribute(parent, attr), name):
                 # Inherited from a class this patch already wrapped (e.g. a metric's reset
                 # from EvalMetric on releases where the subclass has none): wrapping again
@@ -281,6 +277,10 @@ def _apply(name):
             if target.wrapper is not None:
                 installed = wrapt.wrap_function_wrapper(parent, attr, target.wrapper)
                 installed._self_mxcompat_patch = name
+            elif target.proxy is not None:
+                installed = target.proxy(getattr(parent, attr))
+                installed._self_mxcompat_patch = name
+                setattr(parent, attr, installed)
             else:
                 installed = target.new
                 setattr(parent, attr, installed)

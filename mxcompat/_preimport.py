@@ -3,26 +3,38 @@
 Most fixes are patches applied after ``import mxnet`` (``_patching``).  A few cannot wait:
 MXNet 1.6+ reads ``numpy.bool``, ``numpy.PZERO``… and imports ``distutils`` while
 ``mxnet/__init__.py`` executes.  ``import mxcompat`` therefore puts this finder at the front of
-``sys.meta_path``, and does nothing else (NumPy and MXNet are not imported).  When an MXNet
-distribution is really being imported (its module is created from a real spec), the finder
-runs the pre-import actions of the patches the user wants (so ``MXCOMPAT_DISABLE`` /
-``MXCOMPAT_DISABLE_PATCHES`` and ``mxcompat.unpatch`` switch them off like any patch), then
-steps aside: it never loads a module itself.  Nothing happens where MXNet is not installed.
+``sys.meta_path``, and does nothing else (NumPy and MXNet are not imported, nor mxcompat's
+patch modules and wrapt).  When an MXNet distribution is really being imported (its module is
+created from a real spec), its loader loads mxcompat's patches, runs the pre-import actions of
+those the user wants (so ``MXCOMPAT_DISABLE`` / ``MXCOMPAT_DISABLE_PATCHES`` and
+``mxcompat.unpatch`` switch them off like any patch), lets MXNet's own loader run MXNet's code,
+and then applies the patches.  It never loads MXNet itself, and nothing happens where MXNet is
+not installed.
 """
+import _thread
 import os
-import re
 import sys
-import threading
-from collections import OrderedDict
 
-from . import _compat, _patching
-from ._log import logger, warn_once
+# Only what Python has loaded at start-up anyway (_thread, not threading): `import mxcompat`
+# costs nearly nothing until MXNet's import starts (issue 14).  _compat, _patching and _log
+# come when they are needed.
 
-_lock = threading.RLock()
-_actions = OrderedDict()      # patch name -> action(version), run before mxnet's code
-_busy = threading.local()     # re-entrancy guard: an action may import things itself
+ENV_DISABLE = "MXCOMPAT_DISABLE"
+ENV_DISABLE_PATCHES = "MXCOMPAT_DISABLE_PATCHES"
+
+_FALSY = ("", "0", "false", "no", "off")
+
+_lock = _thread.RLock()
+_actions = {}                 # patch name -> action(version), run before mxnet's code (in order)
+_busy = _thread._local()      # re-entrancy guard: an action may import things itself
+_on_import = [None]           # mxcompat's loader of its patches (install), called at `import mxnet`
 
 LATE_IMPORT_KEY = "mxnet-imported-before-mxcompat"
+
+
+def env_flag(name):
+    """Whether environment variable ``name`` is set to something true."""
+    return os.environ.get(name, "").strip().lower() not in _FALSY
 
 
 def register(name, action):
@@ -50,20 +62,34 @@ class MXNetImportFinder(object):
         _busy.on = True
         try:
             spec = _real_spec(self, fullname, path, target)
-            # A regular package only: a stray `mxnet` folder on sys.path (a namespace
-            # package) is not MXNet.
-            origin = getattr(spec, "origin", None) or ""
-            if (spec is not None and hasattr(spec.loader, "exec_module")
-                    and os.path.basename(origin).startswith("__init__.")):
+            if _is_mxnet(spec):
                 spec.loader = _PreImportLoader(spec.loader)
             return spec
         except Exception:  # pylint: disable=broad-except
             # A finder must never break the import it watches: the import system asks the
             # other finders itself.
-            logger.debug("mxcompat could not look up mxnet's spec", exc_info=True)
+            _logger().debug("mxcompat could not look up mxnet's spec", exc_info=True)
             return None
         finally:
             _busy.on = False
+
+
+def _is_mxnet(spec):
+    # A regular package only: a stray `mxnet` folder on sys.path (a namespace package) is not
+    # MXNet.
+    origin = getattr(spec, "origin", None) or ""
+    return (spec is not None and hasattr(spec.loader, "exec_module")
+            and os.path.basename(origin).startswith("__init__."))
+
+
+def _logger():
+    from ._log import logger
+    return logger
+
+
+def _warn_once(key, message):
+    from ._log import warn_once
+    return warn_once(key, message)
 
 
 def _real_spec(me, fullname, path, target):
@@ -79,20 +105,23 @@ def _real_spec(me, fullname, path, target):
 
 
 class _PreImportLoader(object):
-    """MXNet's own loader, with the pre-import actions run first when the module is made.
+    """MXNet's own loader, with mxcompat's patches registered and the pre-import actions run
+    first when the module is made, and the patches applied once MXNet's ``__init__`` has run.
 
-    The spec gets MXNet's loader back at once, so ``mxnet.__loader__`` and
-    ``mxnet.__spec__.loader`` are MXNet's own; everything else is delegated."""
+    The spec keeps this loader until ``exec_module`` (so the import comes back here after
+    MXNet's code), which gives MXNet's loader back to ``mxnet.__loader__`` and
+    ``mxnet.__spec__.loader`` before MXNet's code runs; everything else is delegated."""
 
     def __init__(self, loader):
         self._loader = loader
         self._done = False
 
     def _prepare(self, spec):
-        if spec is not None and spec.loader is self:
-            spec.loader = self._loader
         if not self._done:
             self._done = True
+            # Not in find_spec: the import system calls finders holding its global lock, and
+            # another thread loading mxcompat's modules needs that lock to finish.
+            _load_patches()
             _run_guarded(spec)
 
     def create_module(self, spec):
@@ -101,15 +130,34 @@ class _PreImportLoader(object):
         return create(spec) if create is not None else None
 
     def exec_module(self, module):
-        # Reached when another loader chains to this one (wrapt's post-import hook finder,
-        # importlib.util.LazyLoader): the module gets MXNet's loader too.
-        self._prepare(getattr(module, "__spec__", None))
+        # Also reached when another loader chains to this one (wrapt's post-import hook
+        # finder, importlib.util.LazyLoader).
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and spec.loader is self:
+            spec.loader = self._loader
         if getattr(module, "__loader__", None) is self:
             module.__loader__ = self._loader
-        return self._loader.exec_module(module)
+        self._prepare(spec)
+        self._loader.exec_module(module)
+        # wrapt's post-import hook does the same if its finder saw this import; it does not
+        # when mxcompat's patches were registered only now (a second _sync changes nothing).
+        patching = sys.modules.get(__package__ + "._patching")
+        if patching is not None:
+            patching._on_mxnet_import(module)
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
+
+
+def _load_patches():
+    if _on_import[0] is None:
+        return
+    try:
+        _on_import[0]()
+    except Exception as exc:  # pylint: disable=broad-except
+        _logger().debug("mxcompat could not load its patches", exc_info=True)
+        _warn_once("load-failed", "mxcompat could not load its patches (%s: %s); mxnet is "
+                   "imported unpatched" % (type(exc).__name__, exc))
 
 
 def _run_guarded(spec):
@@ -117,17 +165,22 @@ def _run_guarded(spec):
     try:
         run_actions(spec)
     except Exception as exc:  # pylint: disable=broad-except
-        logger.debug("mxcompat pre-import actions failed", exc_info=True)
-        warn_once("preimport-failed", "mxcompat could not prepare mxnet's import (%s: %s); "
+        _logger().debug("mxcompat pre-import actions failed", exc_info=True)
+        _warn_once("preimport-failed", "mxcompat could not prepare mxnet's import (%s: %s); "
                   "mxnet is imported without the NumPy/distutils fixes"
                   % (type(exc).__name__, exc))
     finally:
         _busy.on = False
 
 
-def install():
-    """Put the finder at the front of ``sys.meta_path`` (once per process)."""
-    if _patching._env_flag(_patching.ENV_DISABLE):
+def install(on_import=None):
+    """Put the finder at the front of ``sys.meta_path`` (once per process).
+
+    ``on_import()`` runs when an MXNet package is found for ``import mxnet``, before anything
+    else (mxcompat registers its patches then); it returns whether it did anything."""
+    if on_import is not None:
+        _on_import[0] = on_import
+    if env_flag(ENV_DISABLE):
         return
     with _lock:
         if not any(getattr(f, "_mxcompat_preimport", False) for f in sys.meta_path):
@@ -144,7 +197,7 @@ def failed_import_leftovers():
 
 
 def warn_failed_import():
-    warn_once(LATE_IMPORT_KEY,
+    _warn_once(LATE_IMPORT_KEY,
               "an `import mxnet` failed before mxcompat was imported, and its half-imported "
               "modules are still loaded, so mxcompat cannot make that import work reliably. "
               "Import mxcompat before mxnet (first line of the program), or start the program "
@@ -153,6 +206,7 @@ def warn_failed_import():
 
 def wanted(name, version):
     """Whether the pre-import action of patch ``name`` should run for ``version``."""
+    from . import _compat, _patching
     with _patching._lock:
         if name not in _patching._wanted:
             return False
@@ -172,14 +226,14 @@ def run_actions(spec=None):
             try:
                 action(version)
             except Exception as exc:  # pylint: disable=broad-except
-                logger.debug("mxcompat pre-import action %s failed", name, exc_info=True)
-                warn_once(("preimport-failed", name),
+                _logger().debug("mxcompat pre-import action %s failed", name, exc_info=True)
+                _warn_once(("preimport-failed", name),
                           "mxcompat's patch %r could not prepare mxnet's import (%s: %s); "
                           "mxnet may fail to import or misbehave where it needed it"
                           % (name, type(exc).__name__, exc))
 
 
-_VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.M)
+_VERSION_RE = r"""^__version__\s*=\s*['"]([^'"]+)['"]"""
 
 
 def peek_version(spec=None):
@@ -188,6 +242,8 @@ def peek_version(spec=None):
 
     Every release 1.3.1 … 1.9.1 sets ``__version__ = "1.x.y"`` in ``mxnet/libinfo.py``.
     """
+    import re
+    from . import _compat
     try:
         if spec is None:
             from importlib.machinery import PathFinder
@@ -197,9 +253,9 @@ def peek_version(spec=None):
             path = os.path.join(location, "libinfo.py")
             if os.path.isfile(path):
                 with open(path) as f:
-                    match = _VERSION_RE.search(f.read())
+                    match = re.search(_VERSION_RE, f.read(), re.M)
                 if match:
                     return _compat.parse_version(match.group(1))
     except Exception:  # pylint: disable=broad-except
-        logger.debug("could not read mxnet's version before importing it", exc_info=True)
+        _logger().debug("could not read mxnet's version before importing it", exc_info=True)
     return None

@@ -31,9 +31,10 @@ through the shared arrays are not ordered before their reads and, in the MKLDNN 
 (1.7+), FullyConnected and BatchNorm weights they cached are not refreshed.  Train one side
 while the other serves at its bound shape, or share read-only.
 
-Gradient buffers of newly initialised Gluon parameters (``grad_req='write'``) are allocated
-but not zero-filled: backward overwrites them, and zeroing ~100 MB (ResNet-50) would cost as
-much as copying the weights.  Call ``zero_grad()`` if you read gradients before the first
+Gradient buffers of newly initialised Gluon parameters (``grad_req='write'``) get their
+memory from MXNet at their first use (a model that only predicts never allocates them) and are
+not zero-filled: backward overwrites them, and zeroing ~100 MB (ResNet-50) would cost as much
+as copying the weights.  Call ``zero_grad()`` if you read gradients before the first
 backward; ``grad_req='add'`` parameters get zeros as in Gluon.
 """
 import contextlib
@@ -110,11 +111,11 @@ def _install(param, arrays, contexts=None, grads=None, marks=None):
     ``_init_impl``, without copying.  Gradient buffers are reused when given, else allocated
     (see above); with ``marks`` (a list) their autograd marking is collected for one
     ``_mark`` call."""
-    mx = _mx()
     ctx_list = list(contexts) if contexts is not None else [a.context for a in arrays]
     first = arrays[0]
-    param._shape = tuple(first.shape)
-    _set_dtype(param, first.dtype)
+    shape, dtype = tuple(first.shape), first.dtype
+    param._shape = shape
+    _set_dtype(param, dtype)
     req = param.grad_req
     # Gluon's own gradients (zeros) where they are needed: 'add' accumulates into them, and a
     # sparse gradient needs its stype.  Else mxcompat's (reused, or allocated unfilled).
@@ -134,12 +135,21 @@ def _install(param, arrays, contexts=None, grads=None, marks=None):
     if not own_grads:
         return
     if grads is None:
-        grads = [mx.nd.empty(first.shape, ctx=c, dtype=first.dtype) for c in ctx_list]
+        grads = [_unallocated(shape, c, dtype) for c in ctx_list]
     param._grad = list(grads)
     if marks is None:
         _mark([(param._data, param._grad, req)])
     else:
         marks.append((param._data, param._grad, req))
+
+
+def _unallocated(shape, ctx, dtype):
+    """An NDArray whose memory MXNet allocates at its first use (``delay_alloc``, as the
+    executors' own arrays): a gradient buffer of a model that only predicts costs neither
+    time nor memory.  ``_new_alloc_handle(shape, ctx, delay_alloc, dtype)`` is the same in
+    1.3.1 ... 1.9.1."""
+    mx = _mx()
+    return mx.nd.NDArray(mx.nd.ndarray._new_alloc_handle(shape, ctx, True, dtype))
 
 
 def _mark(marks):
@@ -559,19 +569,21 @@ def _symbol_block(module, args, auxs, values, where):
     default = args[arg_names[0]][0].dtype if arg_names else "float32"
     # Typed inputs: SymbolBlock infers its parameters' dtypes from them, without a warning.
     input_vars = [mx.sym.var(n, dtype=dtypes.get(n, default)) for n in inputs]
+    # Copies first: MXNet's engine makes them on its own threads while the block is built.
+    placed = [(name, values.get(source[name]))
+              for names, source in ((arg_names, args), (aux_names, auxs)) for name in names]
     with _symbols_iterate_by_index():
         net = mx.gluon.SymbolBlock(symbol, input_vars)
-    params = net.collect_params()
+    # Its own ParameterDict holds them all (collect_params would walk the block's attributes).
+    params = net.params
     # The module's own fixed names: the registry's are not the Gluon net's grad_req.
     fixed = set(own_fixed_names(module) or ())
     marks = []
-    for names, source in ((arg_names, args), (aux_names, auxs)):
-        for name in names:
-            param = params[name]
-            if name in fixed:
-                param.grad_req = "null"
-            arrays, contexts = values.get(source[name])
-            _install(param, arrays, contexts, marks=marks)
+    for name, (arrays, contexts) in placed:
+        param = params[name]
+        if name in fixed:
+            param.grad_req = "null"
+        _install(param, arrays, contexts, marks=marks)
     _mark(marks)
     return net
 
