@@ -244,6 +244,15 @@ class _Sum(float):
     def __reduce__(self):
         return (float, (float(self),))   # pickles as the float it is
 
+    # ...but a copy stays a _Sum: MXNet's own tests (test_metric's _check_global_metric) and
+    # users deepcopy a fresh metric, whose copy must sum as the original does.  Immutable, so
+    # the copy is the object itself.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
 
 _SUM_ATTRS = ("sum_metric", "global_sum_metric")
 
