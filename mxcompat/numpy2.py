@@ -13,7 +13,8 @@ removed ``ndarray.tostring``, no Python scalar from a 1-element array (NumPy 2.4
   that sums NumPy values (MSE, MAE, RMSE, CrossEntropy, Loss, Perplexity, custom metrics…)
   would accumulate in single precision.  mxcompat seeds ``sum_metric`` and
   ``global_sum_metric`` at reset with a ``float`` that adds NumPy scalars as NumPy 1 did
-  (through ``float64``) and Python numbers as a plain ``float``.  MXNet 1.3.1's
+  (through ``float64``) and Python numbers as a plain ``float``; a copy or deepcopy of the
+  metric keeps that seed (it pickles as a plain ``float``).  MXNet 1.3.1's
   ``gluon.utils.clip_global_norm`` computes its norm, and mxcompat the scale through
   ``float64`` as NumPy 1 did.
 * NumPy 2.3 removed ``ndarray.tostring``, which ``mx.recordio.pack`` (array labels) and
