@@ -246,6 +246,76 @@ def _check_numpy(mx, tmp):
     return "added to NumPy %s: %s" % (np.__version__, ", ".join(added))
 
 
+def _numpy_fix_scenarios(mx, np):
+    """``(name, runs)`` of the NumPy behaviour fixes that apply on this NumPy, each with a tiny
+    scenario that raises AssertionError when MXNet still meets the NumPy change."""
+    from . import numpy2
+    scenarios = []
+
+    def nep51():
+        # The operator (not NDArray.reshape): its parameters reach MXNet's core as str().
+        got = mx.nd.reshape(mx.nd.zeros((2, 3)), shape=(np.int64(3), np.int64(2))).shape
+        if got != (3, 2):
+            raise AssertionError("nd.reshape(shape=(np.int64(3), np.int64(2))) gave %r"
+                                 % (got,))
+
+    def nep50():
+        m = mx.metric.MSE()
+        m.update([mx.nd.array([1.0, 2.0])], [mx.nd.array([1.5, 2.0])])
+        if type(m.sum_metric) is not np.float64:
+            raise AssertionError("MSE sums in %s (NumPy 1: float64)" % type(m.sum_metric).__name__)
+
+    def tostring():
+        header = mx.recordio.IRHeader(0, np.array([1.0, 2.0], dtype=np.float32), 7, 0)
+        got = mx.recordio.unpack(mx.recordio.pack(header, b"x"))[0].label
+        if list(got) != [1.0, 2.0]:
+            raise AssertionError("recordio.pack label round trip gave %r" % (got,))
+
+    def one_element():
+        _, (i,) = mx.nd.contrib.while_loop(lambda i: i < 10, lambda i: (i, [i + 1]),
+                                           [mx.nd.array([0])], max_iterations=np.array([3]))
+        if i.asscalar() != 3:
+            raise AssertionError("while_loop(max_iterations=np.array([3])) ran to %r"
+                                 % i.asscalar())
+
+    def to_numpy():
+        a = mx.nd.array([1.5, 2.5])
+        got = np.asarray(a)
+        if got.dtype != np.float32 or list(got) != [1.5, 2.5]:
+            raise AssertionError("np.asarray(NDArray) gave dtype %s" % got.dtype)
+
+    def astype_other():
+        got = mx.nd.array([1.5]).astype(mx.nd.zeros((1,), dtype="int32")).dtype
+        if got != np.int32:
+            raise AssertionError("astype(int32 NDArray) gave %r" % (got,))
+
+    if numpy2._numpy2():
+        scenarios += [("NEP 51 scalar reprs in operator parameters", nep51),
+                      ("NEP 50 metric sums in float64", nep50)]
+    # NumPy 2.3 removed ndarray.tostring and refuses np.dtype() of NDArray.dtype (a class).
+    if numpy2._numpy_at_least((2, 3)):
+        scenarios.append(("ndarray.tostring in recordio.pack", tostring))
+    if numpy2._numpy_at_least(numpy2.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY):
+        scenarios.append(("1-element max_iterations in while_loop", one_element))
+    scenarios.append(("NDArray.__array__ (np.asarray gets the numbers)", to_numpy))
+    if numpy2._numpy_at_least((2, 3)):
+        scenarios.append(("astype(other NDArray)", astype_other))
+    return scenarios
+
+
+@check("numpy_fixes", "NumPy's behaviour changes that reach MXNet are fixed (this NumPy's)")
+def _check_numpy_fixes(mx, tmp):
+    import numpy as np
+    names = []
+    for name, run in _numpy_fix_scenarios(mx, np):
+        try:
+            run()
+        except Exception as exc:  # pylint: disable=broad-except
+            raise AssertionError("%s: %s: %s" % (name, type(exc).__name__, exc))
+        names.append(name)
+    return "in use on NumPy %s: %s" % (np.__version__, "; ".join(names))
+
+
 _INT_DIVISION_PROBE = """
 import warnings; warnings.simplefilter("ignore")
 import mxcompat, mxnet as mx

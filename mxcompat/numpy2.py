@@ -13,7 +13,8 @@ removed ``ndarray.tostring``, no Python scalar from a 1-element array (NumPy 2.4
   that sums NumPy values (MSE, MAE, RMSE, CrossEntropy, Loss, Perplexity, custom metrics…)
   would accumulate in single precision.  mxcompat seeds ``sum_metric`` and
   ``global_sum_metric`` at reset with a ``float`` that adds NumPy scalars as NumPy 1 did
-  (through ``float64``) and Python numbers as a plain ``float``.  MXNet 1.3.1's
+  (through ``float64``) and Python numbers as a plain ``float``; a copy or deepcopy of the
+  metric keeps that seed (it pickles as a plain ``float``).  MXNet 1.3.1's
   ``gluon.utils.clip_global_norm`` computes its norm, and mxcompat the scale through
   ``float64`` as NumPy 1 did.
 * NumPy 2.3 removed ``ndarray.tostring``, which ``mx.recordio.pack`` (array labels) and
@@ -311,6 +312,15 @@ class _Sum(float):
 
     def __reduce__(self):
         return (float, (float(self),))   # pickles as the float it is
+
+    # ...but a copy stays a _Sum: MXNet's own tests (test_metric's _check_global_metric) and
+    # users deepcopy a fresh metric, whose copy must sum as the original does.  Immutable, so
+    # the copy is the object itself.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 _SUM_ATTRS = ("sum_metric", "global_sum_metric")

@@ -86,17 +86,27 @@ def _run(cmd, what):
                                                        proc.stdout[-3000:]))
 
 
-def reference_venv(wheel_version):
-    """The cached reference virtualenv's Python for ``mxnet==wheel_version``, built if missing.
+def find_python(version):
+    """The interpreter ``python<version>`` from PATH, else from pyenv's folders (uv and a
+    plain shell do not see pyenv's shims), or None."""
+    found = shutil.which("python" + version)
+    if found and os.sep + "shims" + os.sep not in found:   # a shim may fail to run it
+        return found
+    root = os.environ.get("PYENV_ROOT") or os.path.join(os.path.expanduser("~"), ".pyenv")
+    versions = os.path.join(root, "versions")
+    for v in sorted(os.listdir(versions)) if os.path.isdir(versions) else ():
+        candidate = os.path.join(versions, v, "bin", "python" + version)
+        if v.startswith(version + ".") and os.path.exists(candidate):
+            return candidate
+    return None
 
-    A file lock makes two tox envs that need the same reference (they run in parallel) build
-    it once; a marker written last makes a half-built env (a killed run) rebuild."""
-    base = shutil.which("python" + REFERENCE_PYTHON)
-    if base is None:
-        raise Unavailable("no python%s on PATH to build the reference environment (MXNet %s "
-                          "on Python %s + NumPy %s)" % (REFERENCE_PYTHON, wheel_version,
-                                                        REFERENCE_PYTHON, REFERENCE_NUMPY))
-    name = "mxnet-%s-py%s-numpy-%s" % (wheel_version, REFERENCE_PYTHON, REFERENCE_NUMPY)
+
+def cached_venv(name, build):
+    """The Python of the virtualenv ``name`` under ``cache_dir()``, made by ``build(root)`` if
+    missing.
+
+    A file lock makes two runs that need the same env (tox envs run in parallel) build it
+    once; a marker written last makes a half-built env (a killed run) rebuild."""
     root = os.path.join(cache_dir(), name)
     python = os.path.join(root, "bin", "python")
     marker = os.path.join(root, ".complete")
@@ -104,19 +114,34 @@ def reference_venv(wheel_version):
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not os.path.exists(marker):
             shutil.rmtree(root, ignore_errors=True)
-            _run([base, "-m", "venv", root], "creating the reference venv")
-            pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-            _run(pip + ["--no-deps", "mxnet==" + wheel_version], "installing MXNet")
-            _run(pip + ["numpy==" + REFERENCE_NUMPY] + list(REFERENCE_EXTRAS),
-                 "installing NumPy")
-            if subprocess.run([python, "-c", "import distutils.version"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode:
-                # A distribution's Python 3.11 without its distutils package (Debian's
-                # python3-distutils): MXNet 1.6+ imports it, setuptools provides it.
-                _run(pip + ["setuptools"], "installing setuptools")
+            build(root)
             with open(marker, "w") as f:
                 f.write(name + "\n")
     return python
+
+
+def reference_venv(wheel_version):
+    """The cached reference virtualenv's Python for ``mxnet==wheel_version``, built if missing."""
+    base = find_python(REFERENCE_PYTHON)
+    if base is None:
+        raise Unavailable("no python%s on PATH to build the reference environment (MXNet %s "
+                          "on Python %s + NumPy %s)" % (REFERENCE_PYTHON, wheel_version,
+                                                        REFERENCE_PYTHON, REFERENCE_NUMPY))
+
+    def build(root):
+        python = os.path.join(root, "bin", "python")
+        _run([base, "-m", "venv", root], "creating the reference venv")
+        pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        _run(pip + ["--no-deps", "mxnet==" + wheel_version], "installing MXNet")
+        _run(pip + ["numpy==" + REFERENCE_NUMPY] + list(REFERENCE_EXTRAS), "installing NumPy")
+        if subprocess.run([python, "-c", "import distutils.version"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode:
+            # A distribution's Python 3.11 without its distutils package (Debian's
+            # python3-distutils): MXNet 1.6+ imports it, setuptools provides it.
+            _run(pip + ["setuptools"], "installing setuptools")
+
+    name = "mxnet-%s-py%s-numpy-%s" % (wheel_version, REFERENCE_PYTHON, REFERENCE_NUMPY)
+    return cached_venv(name, build)
 
 
 def reference_python(numpy_version):

@@ -252,6 +252,52 @@ def test_check_frozen_statistics_and_fixed_param_names_fail_when_their_patches_a
         "frozen_statistics", "fixed_param_names"]
 
 
+def _numpy_fixes_here():
+    """The NumPy fixes `mxcompat check` must list on this NumPy (the NumPy release each
+    change came in: NEP 50/51 in 2.0, ndarray.tostring and np.dtype(NDArray) in 2.3, int()
+    of a 1-element array refused in 2.4)."""
+    import numpy
+    version = tuple(int(p) for p in numpy.__version__.split(".")[:2])
+    names = []
+    if version >= (2, 0):
+        names += ["NEP 51 scalar reprs in operator parameters", "NEP 50 metric sums in float64"]
+    if version >= (2, 3):
+        names.append("ndarray.tostring in recordio.pack")
+    if version >= (2, 4):
+        names.append("1-element max_iterations in while_loop")
+    names.append("NDArray.__array__ (np.asarray gets the numbers)")
+    if version >= (2, 3):
+        names.append("astype(other NDArray)")
+    return numpy.__version__, names
+
+
+def test_check_lists_the_numpy_fixes_in_use():
+    proc = mxcompat_cmd("check", "--json")
+    result = {r["name"]: r for r in json.loads(proc.stdout)["results"]}["numpy_fixes"]
+    version, names = _numpy_fixes_here()
+    assert (result["status"], result["detail"]) == (
+        "ok", "in use on NumPy %s: %s" % (version, "; ".join(names)))
+
+
+def test_check_numpy_fixes_fail_with_their_patches_off():
+    import numpy
+    numpy2 = int(numpy.__version__.split(".")[0]) >= 2
+    # On NumPy 2 the first scenario (NEP 51) needs numpy2; on NumPy 1 only NDArray.__array__
+    # applies.
+    proc = mxcompat_cmd("check", "--json", env={
+        "MXCOMPAT_DISABLE_PATCHES": "numpy2" if numpy2 else "ndarray_to_numpy"})
+    result = {r["name"]: r for r in json.loads(proc.stdout)["results"]}["numpy_fixes"]
+    assert proc.returncode == 1 and result["status"] == "failed"
+    if numpy2:
+        assert result["detail"].startswith(
+            "AssertionError: NEP 51 scalar reprs in operator parameters: MXNetError: ")
+        assert "value='(np.int64(3), np.int64(2))'" in result["detail"]
+    else:   # NumPy 1 builds an object array of NDArrays
+        assert result["detail"] == ("AssertionError: NDArray.__array__ (np.asarray gets the "
+                                    "numbers): AssertionError: np.asarray(NDArray) gave dtype "
+                                    "object")
+
+
 def test_console_script_is_installed():
     exe = os.path.join(os.path.dirname(sys.executable), "mxcompat")
     if not os.path.exists(exe):

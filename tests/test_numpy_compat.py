@@ -672,6 +672,24 @@ def test_recordio_pack_img_fails_without_mxcompat(unpatched):
     assert "tostring" in str(info.value)
 
 
+def test_metric_copies_sum_as_numpy_1():
+    # A deepcopy of a fresh metric (MXNet 1.9.1's test_metric does this) sums as the original:
+    # through float64, as NumPy 1 did, on every NumPy.
+    import copy
+    for make in (copy.copy, copy.deepcopy):
+        m = make(mx.metric.MSE())
+        want = 0.0
+        for i in range(5):
+            label = np.sin(np.arange(4) + i).astype(np.float32)
+            pred = np.cos(np.arange(4) * 0.3 + i).astype(np.float32)
+            m.update([mx.nd.array(label)], [mx.nd.array(pred)])
+            want = np.float64(want) + ((label - pred) ** 2.0).mean()
+        assert type(m.sum_metric) is np.float64
+        if hasattr(m, "global_sum_metric"):   # MXNet 1.6+
+            assert type(m.global_sum_metric) is np.float64
+        assert m.get()[1] == want / 5
+
+
 def test_metric_seed_pickles_as_float():
     import pickle
     m = mx.metric.MSE()
