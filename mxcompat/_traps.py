@@ -65,7 +65,7 @@ TRAPS = (
          symptom="`ModuleNotFoundError: No module named 'distutils'` at `import mxnet`",
          cause='MXNet 1.6–1.9 on Python ≥ 3.12 without setuptools',
          ours='same (patch `distutils`)'),
-    Trap(patch='numpy2', check=None,
+    Trap(patch='numpy2', check='numpy_fixes',
          symptom=('`MXNetError: Invalid Parameter format for indices` (e.g. '
                   '`gluon.utils.split_data`), or for `shape`'),
          cause='NumPy 2 scalar reprs (`np.int64(2)`) inside operator parameters',
@@ -159,13 +159,13 @@ TRAPS = (
          cause='the same oneDNN backward',
          ours=('not changed by mxcompat: `mxcompat.freeze(dense.weight.name)` freezes the '
                'weight alone (it never sets `grad_req`)')),
-    Trap(patch='ndarray_to_numpy', check=None,
+    Trap(patch='ndarray_to_numpy', check='numpy_fixes',
          symptom=('`mx.test_utils.same(a, b)` / `np.array_equal(a, b)` is `False` for two '
                   'equal NDArrays; `np.asarray(nd)`: `ValueError: setting an array element'
                   ' with a sequence … exceed the maximum number of dimensions` (NumPy ≥ 2)'),
          cause='`NDArray` has no `__array__`: NumPy sees an opaque sequence',
          ours='NumPy gets the numbers (patch `ndarray_to_numpy`)'),
-    Trap(patch='ndarray_to_numpy', check=None,
+    Trap(patch='ndarray_to_numpy', check='numpy_fixes',
          symptom=('`ValueError: Could not convert … to a NumPy dtype (via .dtype value '
                   "<class 'numpy.float32'>)` from `x.astype(y)` (NumPy ≥ 2.3)"),
          cause='`NDArray.dtype` is a class; NumPy ≥ 2.3 no longer reads a class there',
