@@ -13,7 +13,10 @@ TOX_INI = os.path.join(ROOT, "tox.ini")
 README = os.path.join(ROOT, "README.md")
 
 # What tox installs for mxcompat's own tests, not for the combination itself.
-TEST_ONLY = {"pytest>=6", "looseversion>=1.3", "opencv-python-headless", "pip", "uv"}
+# What tox adds for mxcompat's own tests: the test tools, uv (test_matrix), onnx and
+# onnxruntime (mxcompat's onnx extra, test_onnx_export).
+TEST_ONLY = {"pytest>=6", "looseversion>=1.3", "opencv-python-headless", "pip", "uv", "onnx",
+             "onnxruntime"}
 # tox envs that are a combination plus one factor testing mxcompat itself (the wrapt floor).
 VARIANT_FACTORS = {"wrapt114": {"wrapt==1.14.1"}}
 NOT_COMBINATIONS = {"bench"}
