@@ -224,8 +224,11 @@ TRAPPING = trapping_cases()
 def test_plain_mxnet_dies_with_sigfpe(trap, signum):
     proc = _run([trap], {"MXCOMPAT_DISABLE_PATCHES": "int_division"})
     # It died inside the case (the marker is out), from the signal, with nothing printed after.
-    assert (proc.returncode, proc.stdout.splitlines()) == (
-        -signum, [json.dumps({"start": 0})]), proc.stderr[-2000:]
+    # 1.4's fatal-signal handler (SIGABRT case) ends the process with exit status 255 instead
+    # in about 1 run of 4 (measured): a death all the same.
+    died = {-signum, 255} if signum == signal.SIGABRT else {-signum}
+    assert proc.returncode in died, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stdout.splitlines() == [json.dumps({"start": 0})], proc.stderr[-2000:]
 
 
 def test_patched_raises_zero_division_error_and_lives():
