@@ -103,11 +103,14 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(autouse=True)
 def _patched_state():
-    """Each test starts fully patched with fresh one-time warnings, and ends so."""
+    """Each test starts fully patched, with an empty freeze registry and fresh one-time
+    warnings, and ends so."""
     mxcompat.patch()
+    mxcompat.unfreeze()
     _log.reset_once()
     yield
     mxcompat.patch()
+    mxcompat.unfreeze()
     _log.reset_once()
 
 

@@ -1,6 +1,5 @@
 """``module._fixed_param_names`` agrees with what is frozen (patch ``fixed_param_names``):
 legacy code that reads it (e.g. to log "Fixed model parameters") sees the registry's names."""
-import numpy as np
 import pytest
 
 import mxcompat
@@ -9,13 +8,6 @@ import mxnet as mx
 from conftest import ONEDNN_FC_RUNS
 
 BATCH = 2
-
-
-@pytest.fixture(autouse=True)
-def _empty_registry():
-    mxcompat.unfreeze()
-    yield
-    mxcompat.unfreeze()
 
 
 def _symbol(hidden=3):

@@ -32,13 +32,6 @@ OPTIMIZERS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _empty_registry():
-    mxcompat.unfreeze()
-    yield
-    mxcompat.unfreeze()
-
-
 def _ours(record):
     return [str(w.message) for w in record if issubclass(w.category, mxcompat.MXCompatWarning)]
 

@@ -18,13 +18,6 @@ from mxnet import autograd, gluon
 BATCH = 4
 
 
-@pytest.fixture(autouse=True)
-def _empty_registry():
-    mxcompat.unfreeze()
-    yield
-    mxcompat.unfreeze()
-
-
 def _read(arrays):
     mx.nd.waitall()
     return [a.asnumpy().copy() for a in arrays]

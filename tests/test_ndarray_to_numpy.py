@@ -6,7 +6,6 @@ import mxcompat
 
 import mxnet as mx  # noqa: E402  (after mxcompat)
 
-from conftest import MX_VERSION
 
 NUMPY_VERSION = tuple(int(p) for p in np.__version__.split(".")[:2])
 NUMPY2 = NUMPY_VERSION >= (2, 0)

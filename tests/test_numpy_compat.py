@@ -566,8 +566,8 @@ def test_split_data_on_numpy_batch_in_np_mode():
 
 # --- NEP 50: metric sums ------------------------------------------------------------------------
 
-def test_metric_sums_accumulate_as_numpy_1():
-    m = mx.metric.MSE()
+def _accumulate_mse(m):
+    """Five updates of the metric ``m``; what NumPy 1 sums them to."""
     want = 0.0
     for i in range(5):
         label = np.sin(np.arange(4) + i).astype(np.float32)
@@ -575,6 +575,12 @@ def test_metric_sums_accumulate_as_numpy_1():
         m.update([mx.nd.array(label)], [mx.nd.array(pred)])
         # NumPy 1: the Python 0.0 seed promotes the float32 mean to float64 once.
         want = np.float64(want) + ((label - pred) ** 2.0).mean()
+    return want
+
+
+def test_metric_sums_accumulate_as_numpy_1():
+    m = mx.metric.MSE()
+    want = _accumulate_mse(m)
     name, value = m.get()
     assert type(m.sum_metric) is np.float64
     assert value == want / 5
@@ -678,12 +684,7 @@ def test_metric_copies_sum_as_numpy_1():
     import copy
     for make in (copy.copy, copy.deepcopy):
         m = make(mx.metric.MSE())
-        want = 0.0
-        for i in range(5):
-            label = np.sin(np.arange(4) + i).astype(np.float32)
-            pred = np.cos(np.arange(4) * 0.3 + i).astype(np.float32)
-            m.update([mx.nd.array(label)], [mx.nd.array(pred)])
-            want = np.float64(want) + ((label - pred) ** 2.0).mean()
+        want = _accumulate_mse(m)
         assert type(m.sum_metric) is np.float64
         if hasattr(m, "global_sum_metric"):   # MXNet 1.6+
             assert type(m.global_sum_metric) is np.float64

@@ -20,13 +20,6 @@ SGD = {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01}
 TWO = [mx.cpu(0), mx.cpu(1)]
 
 
-@pytest.fixture(autouse=True)
-def _empty_registry():
-    mxcompat.unfreeze()
-    yield
-    mxcompat.unfreeze()
-
-
 def _symbol(regression=False):
     data = mx.sym.Variable("data")
     hidden = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=5, name="fc1"),
