@@ -137,10 +137,11 @@ TRAPS = (
                '(patch `unbound_get_params`)')),
     Trap(patch='trainer_kvstore_init', check=None,
          symptom=('workers of a distributed Gluon job (`dist_sync`, `Trainer(..., '
-                  'update_on_kvstore=False)`, MXNet 1.7–1.9) end with different weights '
-                  'from the first step on; no error, no warning'),
+                  'update_on_kvstore=False)`; likely on MXNet 1.7–1.9, rare on 1.3–1.6) '
+                  'end with different weights from the first step on; no error, no warning'),
          cause=('the Trainer sets its kvstore up inside the first `step()`: the initial '
-                "weights' broadcast and the first gradients' pushpull race, and a worker "
+                "weights' broadcast (init and pull before 1.7) and the first gradients' "
+                "pushpull race, and a worker "
                 'other than rank 0 can receive the summed gradients as its weights'),
          ours=('every worker starts from the same weights and stays bit-identical to the '
                'others (patch `trainer_kvstore_init`)')),

@@ -55,7 +55,6 @@ def applicable_patches():
         # a loaded module, so the patch is needed on both sides of that fact.
         "unbound_get_params": True,
         # A dist Trainer's broadcast races its first pushpull from 1.7 only.
-        "trainer_kvstore_init": _compat.since(_compat.TRAINER_LAZY_KVSTORE_RACE),
     }
     return tuple(n for n in mxcompat.patch_names() if conditional.get(n, True))
 

@@ -115,8 +115,6 @@ def run_trials(tmpdir, schedule):
     return diverged, reports
 
 
-@pytest.mark.requires_mxnet(">=1.7", reason="the race is in MXNet >= 1.7's Trainer "
-                                             "(broadcast, then pushpull)")
 def test_workers_stay_identical_patched_and_diverge_plain(tmpdir):
     schedule = "pu" * 20          # 20 patched trials, 20 plain, interleaved (ABAB)
     diverged, reports = run_trials(tmpdir, schedule)
@@ -126,22 +124,12 @@ def test_workers_stay_identical_patched_and_diverge_plain(tmpdir):
     print("diverged: patched %d of %d, plain %d of %d" % (
         sum(diverged["p"]), len(diverged["p"]), sum(diverged["u"]), len(diverged["u"])))
     assert len(diverged["p"]) == 20 and sum(diverged["p"]) == 0
-    # MXNet as shipped, same cluster, same kind of trials: at least one divergence (measured:
-    # 18-20 of 20 on 1.7.0, 1.8.0 and 1.9.1).
-    assert sum(diverged["u"]) >= 1, diverged
+    if RACE:
+        # MXNet as shipped, same cluster, same kind of trials: at least one divergence
+        # (measured: 18-20 of 20 on 1.7.0, 1.8.0 and 1.9.1).  1.3-1.6 diverge too, but too
+        # rarely (0-1 of 20) for a test to show it.
+        assert sum(diverged["u"]) >= 1, diverged
 
 
-@pytest.mark.requires_mxnet("<1.7", reason="on MXNet >= 1.7 the plain side is in test_workers_"
-                                            "stay_identical_patched_and_diverge_plain")
-def test_not_needed_before_1_7(tmpdir):
-    # 1.3-1.6 init and pull (no broadcast): the same trials stay identical without the patch,
-    # which does not apply there.
-    diverged, reports = run_trials(tmpdir, "u" * 20)
-    print("diverged: plain %d of %d" % (sum(diverged["u"]), len(diverged["u"])))
-    for report in reports:
-        assert all("trainer_kvstore_init" not in r["patched"] for r in report)
-    assert sum(diverged["u"]) == 0
-
-
-def test_applies_from_1_7():
-    assert ("trainer_kvstore_init" in mxcompat.patched()) == RACE
+def test_applies_on_every_release():
+    assert "trainer_kvstore_init" in mxcompat.patched()
