@@ -218,12 +218,17 @@ def test_check_onednn_fc_bias_fails_when_that_patch_is_off():
         assert proc.returncode == 0 and (result["status"], result["detail"]) == ONEDNN_FC_SKIP
 
 
-def test_check_int_division_and_get_params_fail_when_their_patches_are_off():
-    proc = mxcompat_cmd("check", "--json",
-                        env={"MXCOMPAT_DISABLE_PATCHES": "int_division,unbound_get_params"})
+def _check_with_patches_off(names):
+    """``mxcompat check --json`` with the patches ``names`` off: the report and its results by
+    check name."""
+    proc = mxcompat_cmd("check", "--json", env={"MXCOMPAT_DISABLE_PATCHES": names})
     report = json.loads(proc.stdout)
-    by_name = {r["name"]: r for r in report["results"]}
     assert proc.returncode == 1 and report["ok"] is False
+    return report, {r["name"]: r for r in report["results"]}
+
+
+def test_check_int_division_and_get_params_fail_when_their_patches_are_off():
+    report, by_name = _check_with_patches_off("int_division,unbound_get_params")
     # The probe died, not mxcompat check.
     assert (by_name["int_division"]["status"], by_name["int_division"]["detail"]) == (
         "failed", "AssertionError: int32 NDArray / 0.5 killed the process (SIGFPE)")
@@ -237,11 +242,7 @@ def test_check_int_division_and_get_params_fail_when_their_patches_are_off():
 
 
 def test_check_frozen_statistics_and_fixed_param_names_fail_when_their_patches_are_off():
-    proc = mxcompat_cmd("check", "--json",
-                        env={"MXCOMPAT_DISABLE_PATCHES": "frozen_statistics,fixed_param_names"})
-    report = json.loads(proc.stdout)
-    by_name = {r["name"]: r for r in report["results"]}
-    assert proc.returncode == 1 and report["ok"] is False
+    report, by_name = _check_with_patches_off("frozen_statistics,fixed_param_names")
     assert (by_name["frozen_statistics"]["status"], by_name["frozen_statistics"]["detail"]) == (
         "failed", "AssertionError: moved {'bn_moving_mean': True, 'bn_moving_var': True}, "
                   "expected only bn_moving_var")
