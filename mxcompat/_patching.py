@@ -25,7 +25,7 @@ _registry = OrderedDict()   # name -> Patch, in the order patches stack
 _wanted = set()             # names the user wants active
 _active = OrderedDict()     # name -> [applied target records], in stacking order
 _broken = {}                # name -> why it could not be applied (warned once, not retried)
-_hook_registered = [False]
+_hook_registered = False
 
 
 class Target(object):
@@ -163,8 +163,9 @@ def auto_patch():
 
 def _ensure_hook():
     # Registered once per process, whatever the number of imports or reloads of mxcompat.
-    if not _hook_registered[0]:
-        _hook_registered[0] = True
+    global _hook_registered
+    if not _hook_registered:
+        _hook_registered = True
         # If mxnet is already imported, wrapt calls the hook at once.
         wrapt.register_post_import_hook(_on_mxnet_import, "mxnet")
 

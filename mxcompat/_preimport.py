@@ -27,7 +27,7 @@ _FALSY = ("", "0", "false", "no", "off")
 _lock = _thread.RLock()
 _actions = {}                 # patch name -> action(version), run before mxnet's code (in order)
 _busy = _thread._local()      # re-entrancy guard: an action may import things itself
-_on_import = [None]           # mxcompat's loader of its patches (install), called at `import mxnet`
+_on_import = None             # mxcompat's loader of its patches (install), called at `import mxnet`
 
 LATE_IMPORT_KEY = "mxnet-imported-before-mxcompat"
 
@@ -150,10 +150,10 @@ class _PreImportLoader(object):
 
 
 def _load_patches():
-    if _on_import[0] is None:
+    if _on_import is None:
         return
     try:
-        _on_import[0]()
+        _on_import()
     except Exception as exc:  # pylint: disable=broad-except
         _logger().debug("mxcompat could not load its patches", exc_info=True)
         _warn_once("load-failed", "mxcompat could not load its patches (%s: %s); mxnet is "
@@ -178,8 +178,9 @@ def install(on_import=None):
 
     ``on_import()`` runs when an MXNet package is found for ``import mxnet``, before anything
     else (mxcompat registers its patches then); it returns whether it did anything."""
+    global _on_import
     if on_import is not None:
-        _on_import[0] = on_import
+        _on_import = on_import
     if env_flag(ENV_DISABLE):
         return
     with _lock:

@@ -1,22 +1,22 @@
 """Small helpers shared by the patch modules."""
+import functools
 import inspect
-
-_signatures = {}
 
 
 def bind_arguments(wrapped, args, kwargs):
     """``inspect.BoundArguments`` of a call to ``wrapped``, so wrappers can edit arguments
     by name whether they came positionally or by keyword."""
     func = getattr(wrapped, "__func__", wrapped)
-    bound_method = func is not wrapped
-    key = (func, bound_method)
-    sig = _signatures.get(key)
-    if sig is None:
-        sig = inspect.signature(func)
-        if bound_method:  # wrapt hands us the bound method: no ``self`` in the call
-            sig = sig.replace(parameters=list(sig.parameters.values())[1:])
-        _signatures[key] = sig
-    return sig.bind(*args, **kwargs)
+    return _signature(func, func is not wrapped).bind(*args, **kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(func, bound_method):
+    # Cached: inspect.signature costs more than the call it describes.
+    sig = inspect.signature(func)
+    if bound_method:  # wrapt hands us the bound method: no ``self`` in the call
+        sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+    return sig
 
 
 def symbol_arguments(symbol):

@@ -38,29 +38,42 @@ PATCH = "frozen_statistics"
 DOC = ("BatchNorm running statistics matched by mxcompat.freeze stay bit for bit through "
        "training backwards (Module aux states, Gluon running_mean/running_var).")
 
-_lock = threading.Lock()
-_params = weakref.WeakSet()       # every Gluon Parameter built while the patch is on
-_generation = [0]                 # bumped when a Parameter is built: keys the Gluon cache
-_gluon_cache = [None, ()]         # [(registry version, generation), weak refs to them]
-_executor_cache = weakref.WeakKeyDictionary()   # Executor -> (registry version, [aux arrays])
-_settled = [None]                 # the key at which the engine was last drained (see _hold)
+
+class _State(object):
+    """What the wrappers remember between backwards (one instance; tests may ``reset()``)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.params = weakref.WeakSet()  # every Gluon Parameter built while the patch is on
+        self.reset()
+
+    def reset(self):
+        self.generation = 0       # bumped when a Parameter is built: keys the Gluon cache
+        # ((registry version, generation), weak refs to the frozen Gluon statistics then),
+        # one tuple so a reader never pairs a key with another key's statistics.
+        self.gluon = (None, ())
+        self.executors = weakref.WeakKeyDictionary()   # Executor -> (version, [aux arrays])
+        self.settled = None       # the version at which the engine was last drained (_hold)
+
+
+_state = _State()
 
 
 def _track_parameter(wrapped, instance, args, kwargs):
     result = wrapped(*args, **kwargs)
-    with _lock:
-        _params.add(instance)
-        _generation[0] += 1
+    with _state.lock:
+        _state.params.add(instance)
+        _state.generation += 1
     return result
 
 
 def _frozen_gluon_statistics(version):
-    key = (version, _generation[0])
-    cached = _gluon_cache
-    if cached[0] == key:
-        return cached[1]
-    with _lock:
-        params = list(_params)
+    key = (version, _state.generation)
+    cached_key, cached = _state.gluon
+    if cached_key == key:
+        return cached
+    with _state.lock:
+        params = list(_state.params)
     names = tuple(p.name for p in params)
     found = registry.matches(names)
     mask = found[0] if found is not None else (False,) * len(params)
@@ -68,19 +81,19 @@ def _frozen_gluon_statistics(version):
     # write in place); weights are differentiable and the update path holds them.
     # Weak: the cache must not keep a deleted net's parameters (and their arrays) alive.
     held = tuple(weakref.ref(p) for p, m in zip(params, mask) if m and not p._differentiable)
-    _gluon_cache[:] = [key, held]
+    _state.gluon = (key, held)
     return held
 
 
 def _frozen_aux(executor, version):
-    cached = _executor_cache.get(executor)
+    cached = _state.executors.get(executor)
     if cached is not None and cached[0] == version:
         return cached[1]
     aux = executor.aux_dict
     names = tuple(aux)
     found = registry.matches(names)
     arrays = [] if found is None else [aux[n] for n, m in zip(names, found[0]) if m]
-    _executor_cache[executor] = (version, arrays)
+    _state.executors[executor] = (version, arrays)
     return arrays
 
 
@@ -89,11 +102,11 @@ def _hold(arrays, version, run):
     if not arrays:
         return run()
     import mxnet as mx
-    if _settled[0] != version:
+    if _state.settled != version:
         # The first backward after a registry change: a backward of the step before (when
         # these were not frozen yet) may still be writing them unseen by the engine.
         mx.nd.waitall()
-        _settled[0] = version
+        _state.settled = version
     saved = [a.copy() for a in arrays]
     for s in saved:
         s.wait_to_read()

@@ -28,6 +28,7 @@ a 0.
 Not covered: symbolic graphs (``mx.sym``, hybridized Gluon blocks, Module executors), whose
 values exist only inside the engine.  Patch name ``int_division``.
 """
+import functools
 import math
 
 from . import _compat
@@ -38,24 +39,24 @@ PATCH = "int_division"
 DOC = ("An integer NDArray divided by zero raises ZeroDivisionError instead of killing the "
        "process with SIGFPE.")
 
-_integer_types = {}
+@functools.lru_cache(maxsize=None)
+def _integer_types():
+    # NDArray.dtype is a NumPy scalar type (np.int32), so a set lookup tells the kind without
+    # building a np.dtype on every division.  Built at first use: importing mxcompat must not
+    # import NumPy.
+    import numpy as np
+    types = frozenset((np.int8, np.uint8, np.int32, np.int64))
+    return {"array": types,   # bool / bool is MXNet's own error, not a trap
+            "scalar": (types | frozenset((np.bool_,))
+                       if _compat.since(_compat.BOOL_SCALAR_DIVISION) else types)}
 
 
 def _integer_dtype(array, divided_by):
     """The array's dtype if it is one MXNet divides as integers ``divided_by`` a "scalar" or
     an "array", else ``None``."""
-    if not _integer_types:
-        # NDArray.dtype is a NumPy scalar type (np.int32), so a set lookup tells the kind
-        # without building a np.dtype on every division.  Built at first use: importing
-        # mxcompat must not import NumPy.
-        import numpy as np
-        types = frozenset((np.int8, np.uint8, np.int32, np.int64))
-        _integer_types["array"] = types   # bool / bool is MXNet's own error, not a trap
-        _integer_types["scalar"] = (types | frozenset((np.bool_,))
-                                    if _compat.since(_compat.BOOL_SCALAR_DIVISION) else types)
     dtype = getattr(array, "dtype", None)
     try:
-        return dtype if dtype in _integer_types[divided_by] else None
+        return dtype if dtype in _integer_types()[divided_by] else None
     except TypeError:   # an unhashable dtype attribute: not an NDArray of ours to check
         return None
 

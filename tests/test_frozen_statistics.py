@@ -18,6 +18,13 @@ from mxnet import autograd, gluon
 BATCH = 4
 
 
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    """Each test starts with the patch's caches empty: none may pass on another's settling."""
+    from mxcompat import frozen_statistics
+    frozen_statistics._state.reset()
+
+
 def _read(arrays):
     mx.nd.waitall()
     return [a.asnumpy().copy() for a in arrays]
