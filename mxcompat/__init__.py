@@ -81,19 +81,20 @@ _PATCH_MODULES = (
 # quantization registers nothing: imported at the first use of `quantize`.
 
 _load_lock = _thread.RLock()
-_load_state = {"loaded": False, "loading": False}
+_loaded = False     # every patch module registered, public names bound
+_loading = False    # _load is running (a patch module's `from . import x` re-enters)
 
 
 def _load():
     """Register every patch, bind the public names and apply what the environment asks for
     (what ``import mxcompat`` did at once before).  Returns whether it did so now."""
-    if _load_state["loaded"]:
+    global _loaded, _loading
+    if _loaded:
         return False
     with _load_lock:
-        # "loading": re-entered from this thread (a patch module's `from . import x`).
-        if _load_state["loaded"] or _load_state["loading"]:
+        if _loaded or _loading:
             return False
-        _load_state["loading"] = True
+        _loading = True
         try:
             from importlib import import_module
             for name in _PATCH_MODULES:
@@ -106,9 +107,9 @@ def _load():
             # Under the lock: another thread's patch()/unpatch() comes after, as it came
             # after `import mxcompat`.
             _sys.modules[__name__ + "._patching"].auto_patch()
-            _load_state["loaded"] = True
+            _loaded = True
         finally:
-            _load_state["loading"] = False
+            _loading = False
     return True
 
 

@@ -4,6 +4,7 @@ Each fact names the first release that behaves the new way, so code elsewhere as
 ``since(FACT)`` instead of comparing version strings.  Sources: the wheels of 1.3.1 … 1.9.1,
 read side by side (../shared/MXNET_VERSIONS.md).
 """
+import functools
 import importlib
 import os
 import re
@@ -167,21 +168,15 @@ def build_features():
     return sorted(name for name, feature in runtime.Features().items() if feature.enabled)
 
 
-_mkldnn = []
-
-
+@functools.lru_cache(maxsize=None)
 def has_mkldnn():
     """Whether the imported mxnet is an MKLDNN (oneDNN) build.  Cached: a build never changes
     within a process, and this is asked at every bind that freezes a parameter."""
-    if not _mkldnn:
-        features = build_features()
-        if features is not None:
-            _mkldnn.append("MKLDNN" in features)
-        else:
-            # Before mxnet.runtime: MKLDNN builds register their subgraph operators.
-            mx = sys.modules["mxnet"]
-            _mkldnn.append(hasattr(mx.sym._internal, "_sg_mkldnn_conv"))
-    return _mkldnn[0]
+    features = build_features()
+    if features is not None:
+        return "MKLDNN" in features
+    # Before mxnet.runtime: MKLDNN builds register their subgraph operators.
+    return hasattr(sys.modules["mxnet"].sym._internal, "_sg_mkldnn_conv")
 
 
 def onednn_enabled():

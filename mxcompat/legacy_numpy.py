@@ -84,12 +84,15 @@ REPLACEMENTS = {
 }
 
 _lock = threading.Lock()
-_state = {"enabled": False, "hooked": False, "original": None, "values": {}}
+_enabled = False     # the opt-in is on
+_hooked = False      # a post-import hook waits for numpy
+_original = None     # numpy's module class before ours
+_values = {}         # name -> the value served (built at its first use)
 
 
 def enabled():
     """Whether the opt-in is on in this process."""
-    return _state["enabled"]
+    return _enabled
 
 
 def numpy_legacy(enable=True):
@@ -97,11 +100,12 @@ def numpy_legacy(enable=True):
 
     Each name gets one ``MXCompatWarning`` at its first use; ``numpy_legacy(False)`` takes
     them away again.  Names NumPy still has are never touched."""
+    global _enabled, _hooked
     with _lock:
-        _state["enabled"] = bool(enable)
+        _enabled = bool(enable)
         np = sys.modules.get("numpy")
-        if enable and np is None and not _state["hooked"]:
-            _state["hooked"] = True
+        if enable and np is None and not _hooked:
+            _hooked = True
             wrapt.register_post_import_hook(_on_numpy_import, "numpy")
         elif np is not None:
             (_install if enable else _remove)(np)
@@ -109,7 +113,7 @@ def numpy_legacy(enable=True):
 
 def _on_numpy_import(np):
     with _lock:
-        if _state["enabled"]:
+        if _enabled:
             _install(np)
 
 
@@ -119,7 +123,8 @@ def _install(np):
     # the user's line) is NumPy's as before, and only what it refuses reaches us.
     if getattr(type(np), "_mxcompat_numpy_legacy", False):
         return
-    _state["original"] = type(np)
+    global _original
+    _original = type(np)
     np.__class__ = type("NumPyWithLegacyNames", (type(np),), {
         "_mxcompat_numpy_legacy": True, "__getattr__": _legacy_getattr})
 
@@ -142,15 +147,14 @@ def _legacy_getattr(module, name):
 
 
 def _value(np, name):
-    values = _state["values"]
-    if name not in values:
-        values[name] = REPLACEMENTS[name][0](np)
-    return values[name]
+    if name not in _values:
+        _values[name] = REPLACEMENTS[name][0](np)
+    return _values[name]
 
 
 def _remove(np):
     if getattr(type(np), "_mxcompat_numpy_legacy", False):
-        np.__class__ = _state["original"]
+        np.__class__ = _original
 
 
 def _from_env():

@@ -78,7 +78,11 @@ from ._util import bind_arguments
 
 PATCH = "numpy2"
 
-_state = {"on": False, "np": None, "tostring": None, "one_element": False}
+# Set when the patch is applied (read on every operator call: plain globals are the cheapest).
+_on = False             # NumPy 2 is imported: the fixes are needed
+_np = None              # the numpy module
+_tostring = None        # the ndarray view class that serves tostring (NumPy >= 2.3), or None
+_one_element = False    # NumPy refuses a scalar of a 1-element array
 
 
 def _numpy_at_least(version):
@@ -140,7 +144,7 @@ _SEQUENCES = (list, tuple)
 def _legacy_values(values):
     """``values`` with each list/tuple holding NumPy scalars pre-stringified; the same object
     when nothing needs it (the common case: one type check per value)."""
-    np = _state["np"]
+    np = _np
     generic = np.generic
     fixed = None
     for i, value in enumerate(values):
@@ -238,7 +242,7 @@ def _creator_proxy(original):
 
 def _wrap_kwargs_values(wrapped, instance, args, kwargs):
     # The mx.io iterator constructors (**kwargs), which send str(value) for each.
-    if _state["on"] and kwargs:
+    if _on and kwargs:
         fixed = _legacy_values(list(kwargs.values()))
         kwargs = dict(zip(kwargs.keys(), fixed))
     return wrapped(*args, **kwargs)
@@ -246,7 +250,7 @@ def _wrap_kwargs_values(wrapped, instance, args, kwargs):
 
 def _wrap_cached_op_init(wrapped, instance, args, kwargs):
     # CachedOp(sym, flags=()) with flags a sequence of (key, value).
-    if _state["on"]:
+    if _on:
         bound = bind_arguments(wrapped, args, kwargs)
         flags = list(bound.arguments.get("flags", ()))
         if flags:
@@ -259,21 +263,21 @@ def _wrap_cached_op_init(wrapped, instance, args, kwargs):
 def _wrap_var(wrapped, instance, args, kwargs):
     # var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, ..., **kwargs) writes
     # attr['__shape__'] = str(shape) and attr['__k__'] = str(v) itself.
-    if _state["on"]:
+    if _on:
         bound = bind_arguments(wrapped, args, kwargs)
         changed = False
         for name, value in list(bound.arguments.items()):
             if name == "kwargs":
                 extra = dict(value)
                 for key, v in value.items():
-                    if _needs_legacy(v, _state["np"].generic):
-                        extra[key] = _legacy_repr(v, _state["np"])
+                    if _needs_legacy(v, _np.generic):
+                        extra[key] = _legacy_repr(v, _np)
                         changed = True
                 bound.arguments[name] = extra
-            elif name == "shape" and _needs_legacy(value, _state["np"].generic):
+            elif name == "shape" and _needs_legacy(value, _np.generic):
                 # The shape must stay a tuple (var also uses it); plain ints print as NumPy 1.
                 bound.arguments[name] = type(value)(
-                    int(d) if isinstance(d, _state["np"].integer) else d for d in value)
+                    int(d) if isinstance(d, _np.integer) else d for d in value)
                 changed = True
         if changed:
             record(PATCH)
@@ -294,20 +298,20 @@ class _Sum(float):
     __slots__ = ()
 
     def _numpy_operand(self, other):
-        np = _state["np"]
+        np = _np
         return isinstance(other, np.generic) or (isinstance(other, np.ndarray)
                                                  and other.ndim == 0)
 
     def __add__(self, other):
         if self._numpy_operand(other):
             record(PATCH)
-            return _state["np"].float64(float(self)) + other
+            return _np.float64(float(self)) + other
         return float.__add__(self, other)
 
     def __radd__(self, other):
         if self._numpy_operand(other):
             record(PATCH)
-            return other + _state["np"].float64(float(self))
+            return other + _np.float64(float(self))
         return float.__radd__(self, other)
 
     def __reduce__(self):
@@ -328,7 +332,7 @@ _SUM_ATTRS = ("sum_metric", "global_sum_metric")
 
 def _wrap_metric_reset(wrapped, instance, args, kwargs):
     result = wrapped(*args, **kwargs)
-    if _state["on"] and instance is not None:
+    if _on and instance is not None:
         for attr in _SUM_ATTRS:
             value = instance.__dict__.get(attr)
             if type(value) is float:
@@ -337,7 +341,7 @@ def _wrap_metric_reset(wrapped, instance, args, kwargs):
 
 
 def _wrap_clip_global_norm(wrapped, instance, args, kwargs):
-    if not _state["on"] or _compat.since(_compat.CLIP_GLOBAL_NORM_NDARRAY):
+    if not _on or _compat.since(_compat.CLIP_GLOBAL_NORM_NDARRAY):
         return wrapped(*args, **kwargs)
     bound = bind_arguments(wrapped, args, kwargs)
     arrays, max_norm = bound.arguments["arrays"], bound.arguments["max_norm"]
@@ -346,7 +350,7 @@ def _wrap_clip_global_norm(wrapped, instance, args, kwargs):
     # the arrays are scaled here instead, by that quotient taken through float64 as NumPy 1
     # took it (NEP 50 keeps `np.float32 + 1e-8` in float32).
     total_norm = wrapped(arrays, float("nan"))
-    scale = max_norm / (_state["np"].float64(total_norm) + 1e-8)
+    scale = max_norm / (_np.float64(total_norm) + 1e-8)
     if scale < 1.0:
         record(PATCH)
         for arr in arrays:
@@ -393,15 +397,15 @@ def _tostring_class(np):
 
 
 def _with_tostring(array):
-    return array.view(_state["tostring"])
+    return array.view(_tostring)
 
 
 def _wrap_pack(wrapped, instance, args, kwargs):
     # pack calls label.tostring() on np.asarray(header.label): its np.asarray returns a view
     # that still has tostring (a number label never reaches np.asarray).
-    if not _state["on"] or _state["tostring"] is None:
+    if not _on or _tostring is None:
         return wrapped(*args, **kwargs)
-    np = _state["np"]
+    np = _np
     overlay = _Overlay(np, asarray=lambda *a, **k: _with_tostring(np.asarray(*a, **k)))
     record(PATCH)
     return _call_with(wrapped, args, kwargs, np=overlay)
@@ -411,7 +415,7 @@ def _wrap_pack_img(wrapped, instance, args, kwargs):
     # pack_img calls buf.tostring() on what cv2.imencode returned (without OpenCV MXNet
     # stops at its own `assert cv2 is not None`).
     cv2 = getattr(wrapped, "__globals__", {}).get("cv2")
-    if not _state["on"] or _state["tostring"] is None or cv2 is None:
+    if not _on or _tostring is None or cv2 is None:
         return wrapped(*args, **kwargs)
 
     def imencode(*a, **k):
@@ -427,10 +431,10 @@ def _wrap_while_loop(wrapped, instance, args, kwargs):
     # while_loop(cond, func, loop_vars, max_iterations=None[, name]) runs int(max_iterations),
     # documented to take a NumPy array: a 1-element one goes in as the 0-d array of its
     # element, which int() converts as NumPy 1 converted the 1-element array.
-    if _state["on"] and _state["one_element"]:
+    if _on and _one_element:
         bound = bind_arguments(wrapped, args, kwargs)
         value = bound.arguments.get("max_iterations")
-        if isinstance(value, _state["np"].ndarray) and value.ndim > 0 and value.size == 1:
+        if isinstance(value, _np.ndarray) and value.ndim > 0 and value.size == 1:
             bound.arguments["max_iterations"] = value.reshape(())
             record(PATCH)
             return wrapped(*bound.args, **bound.kwargs)
@@ -440,14 +444,16 @@ def _wrap_while_loop(wrapped, instance, args, kwargs):
 # --- targets --------------------------------------------------------------------------------
 
 def _on_apply():
-    _state["np"] = sys.modules.get("numpy")
-    _state["on"] = _numpy2()
-    _state["tostring"] = _tostring_class(_state["np"])
-    _state["one_element"] = _numpy_at_least(NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY)
+    global _np, _on, _tostring, _one_element
+    _np = sys.modules.get("numpy")
+    _on = _numpy2()
+    _tostring = _tostring_class(_np)
+    _one_element = _numpy_at_least(NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY)
 
 
 def _on_remove():
-    _state["on"] = False
+    global _on
+    _on = False
 
 
 _IO_ITERATORS = ("CSVIter", "ImageDetRecordIter", "ImageRecordInt8Iter", "ImageRecordIter",

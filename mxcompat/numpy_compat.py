@@ -116,7 +116,7 @@ NAMES = [
 
 _lock = threading.Lock()
 _added = {}                 # name -> the object mxcompat put on numpy
-_state = {"before_mxnet": False}
+_restored_before_mxnet = False   # the finder restored the names as mxnet's import began
 
 
 def _has(np, name):
@@ -187,15 +187,16 @@ def _numpy():
 
 def _before_mxnet(version):
     # Runs from the meta_path finder when `import mxnet` starts.
+    global _restored_before_mxnet
     restore()
-    _state["before_mxnet"] = True
+    _restored_before_mxnet = True
 
 
 def _on_apply():
     # mxnet is imported: either the finder already restored the names (nothing to do), or
     # mxnet was imported before mxcompat and loaded without them.
     late = restore()
-    if late and not _state["before_mxnet"]:
+    if late and not _restored_before_mxnet:
         warn_once(_preimport.LATE_IMPORT_KEY,
                   "mxnet was imported before mxcompat, so it loaded without the NumPy names "
                   "it needs (numpy.%s); mxcompat added them now, but import mxcompat before "

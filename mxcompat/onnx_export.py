@@ -66,7 +66,8 @@ def _import_onnxruntime():
 # --- the scope of an MXNet export ----------------------------------------------------------
 
 _lock = threading.Lock()
-_scope = {"users": 0, "undo": []}
+_users = 0        # exports running (any thread)
+_undo = []        # how to take back what _install did, while _users > 0
 _thread = threading.local()   # .opsets: the opset of each export running on this thread
 
 
@@ -150,11 +151,12 @@ def _restorer(parent, attr, original, installed):
 @contextlib.contextmanager
 def _exporting(opset):
     """onnx as MXNet's exporter needs it (see the module docstring), for the duration."""
+    global _users, _undo
     onnx = _import_onnx()
     with _lock:
-        if _scope["users"] == 0:
-            _scope["undo"] = _install(onnx)
-        _scope["users"] += 1
+        if _users == 0:
+            _undo = _install(onnx)
+        _users += 1
     opsets = _thread.__dict__.setdefault("opsets", [])
     opsets.append(opset)
     try:
@@ -162,11 +164,11 @@ def _exporting(opset):
     finally:
         opsets.pop()
         with _lock:
-            _scope["users"] -= 1
-            if _scope["users"] == 0:
-                for undo in reversed(_scope["undo"]):
+            _users -= 1
+            if _users == 0:
+                for undo in reversed(_undo):
                     undo()
-                _scope["undo"] = []
+                _undo = []
 
 
 # --- what each release's exporter is --------------------------------------------------------
