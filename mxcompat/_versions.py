@@ -7,6 +7,8 @@ exist for which Python, which MXNet imports where) are in ../shared/MXNET_VERSIO
 """
 from collections import namedtuple
 
+from packaging.version import Version
+
 # What every MXNet wheel requires besides NumPy: installed by hand next to a --no-deps MXNet.
 MXNET_EXTRAS = ("requests<3", "graphviz==0.8.4")
 
@@ -32,7 +34,7 @@ class Combination(namedtuple("Combination", "name mxnet python numpy no_deps")):
     @property
     def modern(self):
         """Today's stack: Python 3.12+ (NumPy 1.26 or 2)."""
-        return tuple(int(p) for p in self.python.split(".")) >= (3, 12)
+        return Version(self.python) >= Version("3.12")
 
     def install_steps(self):
         """The pip arguments of each install, in order, into a fresh environment."""

@@ -292,13 +292,12 @@ def _numpy_fix_scenarios(mx, np):
     if numpy2._numpy2():
         scenarios += [("NEP 51 scalar reprs in operator parameters", nep51),
                       ("NEP 50 metric sums in float64", nep50)]
-    # NumPy 2.3 removed ndarray.tostring and refuses np.dtype() of NDArray.dtype (a class).
-    if numpy2._numpy_at_least((2, 3)):
+    if _compat.numpy_since(_compat.NUMPY_NO_TOSTRING):
         scenarios.append(("ndarray.tostring in recordio.pack", tostring))
-    if numpy2._numpy_at_least(numpy2.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY):
+    if _compat.numpy_since(_compat.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY):
         scenarios.append(("1-element max_iterations in while_loop", one_element))
     scenarios.append(("NDArray.__array__ (np.asarray gets the numbers)", to_numpy))
-    if numpy2._numpy_at_least((2, 3)):
+    if _compat.numpy_since(_compat.NUMPY_NO_TOSTRING):
         scenarios.append(("astype(other NDArray)", astype_other))
     return scenarios
 

@@ -23,6 +23,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from xml.sax.saxutils import escape, quoteattr
 
+from packaging.version import InvalidVersion, Version
+
 from . import __version__, _compat, _versions
 
 PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
@@ -110,8 +112,11 @@ def _csv(text):
 
 def _release_matches(wanted, version):
     # "1.5.1" and "1.5.1.post0" name the same release; "1.5" every 1.5.x.
-    release = re.match(r"\d+(\.\d+)*", version).group(0)
-    return wanted in (version, release) or release.startswith(wanted + ".")
+    try:
+        prefix = Version(wanted).release
+    except InvalidVersion:
+        return False
+    return Version(version).release[:len(prefix)] == prefix
 
 
 def select(args):
@@ -400,7 +405,7 @@ class Runner(object):
                 for step in c.install_steps():
                     self._pip(env, logf, step)
                 if (_compat.since(_compat.NUMPY_SUBPACKAGE, _compat.parse_version(c.mxnet))
-                        and tuple(map(int, c.python.split("."))) < (3, 12)
+                        and not c.modern
                         and subprocess.run([self._env_python(env), "-c",
                                             "import distutils.version"],
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -85,24 +85,8 @@ _tostring = None        # the ndarray view class that serves tostring (NumPy >= 
 _one_element = False    # NumPy refuses a scalar of a 1-element array
 
 
-def _numpy_at_least(version):
-    np = sys.modules.get("numpy")
-    if np is None:
-        return False
-    try:
-        return tuple(int(p) for p in np.__version__.split(".")[:2]) >= version
-    except ValueError:
-        return False
-
-
 def _numpy2():
-    return _numpy_at_least((2, 0))
-
-
-# int()/float()/complex()/operator.index() of an array with ndim > 0 raise TypeError from
-# NumPy 2.4 (deprecated in 1.25; NumPy 1 converted the one element).  Checked: 2.4.6 and 2.5.5
-# raise, 2.1.3 warns.
-NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY = (2, 4)
+    return _compat.numpy_since(_compat.NUMPY_2)
 
 
 # --- NEP 51: parameters as NumPy 1 wrote them ----------------------------------------------
@@ -448,7 +432,7 @@ def _on_apply():
     _np = sys.modules.get("numpy")
     _on = _numpy2()
     _tostring = _tostring_class(_np)
-    _one_element = _numpy_at_least(NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY)
+    _one_element = _compat.numpy_since(_compat.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY)
 
 
 def _on_remove():

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import mxcompat
-from mxcompat import distutils_compat, numpy2, numpy_compat
+from mxcompat import _compat, distutils_compat, numpy2, numpy_compat
 
 import mxnet as mx
 
@@ -735,7 +735,7 @@ def test_results_match_the_reference_environment(reference):
 # --- NumPy 2.4: no Python scalar from a 1-element array (while_loop's max_iterations) --------
 
 needs_numpy24 = pytest.mark.skipif(
-    NUMPY_VERSION < numpy2.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY,
+    NUMPY_VERSION < _compat.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY,
     reason="int() of a 1-element array with ndim > 0 works up to NumPy 2.3 (this is NumPy %s)"
            % np.__version__)
 
