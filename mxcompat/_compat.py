@@ -10,10 +10,11 @@ import os
 import re
 import sys
 
-# Supported range, declared once: the version gate, the README and pyproject refer to it.
-SUPPORTED = ">=1.3, <2"
+# Supported range, declared once: the version gate and its messages use it, the README
+# states it (tests/test_versions.py compares).
 MIN_VERSION = (1, 3)
 MAX_VERSION = (2, 0)  # exclusive
+SUPPORTED = ">=%d.%d, <%d" % (MIN_VERSION + MAX_VERSION[:1])
 
 # --- facts, each with the release it changed in -------------------------------------------
 

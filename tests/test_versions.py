@@ -142,3 +142,11 @@ def test_install_steps():
         "py312-mxnet191-numpy126", "py313-mxnet191-numpy24"]
     with pytest.raises(KeyError):
         _versions.by_name("mx100")
+
+
+def test_the_readme_states_the_supported_range_declared_in_compat():
+    from mxcompat import _compat
+    with open(README) as f:
+        text = f.read()
+    assert _compat.SUPPORTED == ">=1.3, <2"
+    assert "mxcompat supports `mxnet %s`" % _compat.SUPPORTED in text
