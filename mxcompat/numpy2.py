@@ -1,33 +1,20 @@
-"""MXNet's Python layer on NumPy 2's new behaviour: scalar reprs (NEP 51), promotion (NEP 50),
-removed ``ndarray.tostring``, no Python scalar from a 1-element array (NumPy 2.4).
+"""MXNet's Python layer on NumPy 2's new behaviour (user manual: README, "MXNet 1.x on
+Python 3.12/3.13 and NumPy 1.24 … 2.x"); applied only on NumPy 2.  Where each fix sits, and why:
 
-* NEP 51: ``repr(np.int64(16))`` is ``'np.int64(16)'``, so ``str((np.int64(2), 3))`` is
-  ``'(np.int64(2), 3)'``.  MXNet sends operator parameters to its C++ core as ``str(value)``,
-  and the core cannot parse that: ``gluon.utils.split_data`` on a NumPy batch, ``x[a:b]`` with
-  NumPy integers, ``mx.sym.var(shape=arr.shape)``… fail with "Invalid Parameter format".
-  mxcompat writes a list or tuple holding NumPy scalars as NumPy 1 did (``'(2, 3)'``) in every
-  place MXNet stringifies parameters: ``_imperative_invoke`` (every ``mx.nd`` / ``mx.np``
-  operator), ``_symbol_creator`` (every ``mx.sym`` operator), ``CachedOp`` flags,
-  ``mx.sym.var`` (shape and ``__attr__`` values) and the ``mx.io`` iterator constructors.
-* NEP 50: ``0.0 + np.float32(x)`` is a ``float32`` (NumPy 1: ``float64``), so every metric
-  that sums NumPy values (MSE, MAE, RMSE, CrossEntropy, Loss, Perplexity, custom metrics…)
-  would accumulate in single precision.  mxcompat seeds ``sum_metric`` and
-  ``global_sum_metric`` at reset with a ``float`` that adds NumPy scalars as NumPy 1 did
-  (through ``float64``) and Python numbers as a plain ``float``; a copy or deepcopy of the
-  metric keeps that seed (it pickles as a plain ``float``).  MXNet 1.3.1's
-  ``gluon.utils.clip_global_norm`` computes its norm, and mxcompat the scale through
-  ``float64`` as NumPy 1 did.
-* NumPy 2.3 removed ``ndarray.tostring``, which ``mx.recordio.pack`` (array labels) and
-  ``pack_img`` call.  MXNet's own functions run, for that call only, over a copy of their
-  module's namespace in which ``np.asarray`` (``pack``) and ``cv2.imencode`` (``pack_img``)
-  return views that still have ``tostring``; the module itself is never changed, so this is
-  safe with threads.
-* NumPy 2.4 refuses ``int()``/``float()``/``complex()``/``operator.index()`` of an array with
-  ndim > 0 ("only 0-dimensional arrays can be converted to Python scalars"; NumPy 1.25-2.3
-  warned, NumPy 1 took the one element).  ``mx.nd.contrib.while_loop`` and
-  ``mx.sym.contrib.while_loop`` take ``max_iterations`` as "a numpy ndarray" too (their
-  ``_to_python_scalar`` says so) and call ``int()`` on it: mxcompat passes a 1-element array
-  as the 0-d array of its element, so ``int()`` gives what NumPy 1 gave.
+* NEP 51 scalar reprs: MXNet hands operator parameters to its C++ core as ``str(value)``, so
+  a list or tuple holding NumPy scalars is written as NumPy 1 wrote it at every place MXNet
+  stringifies parameters: ``_imperative_invoke`` (every ``mx.nd``/``mx.np`` operator),
+  ``_symbol_creator`` (every ``mx.sym`` operator), ``CachedOp`` flags, ``mx.sym.var`` and the
+  ``mx.io`` iterator constructors.
+* NEP 50 promotion: metrics seed ``sum_metric``/``global_sum_metric`` at reset with a
+  ``float`` subclass that adds NumPy scalars through ``float64`` (it pickles, copies and
+  deepcopies as a plain ``float``); 1.3.1's ``clip_global_norm`` gets its scale through
+  ``float64``.
+* ``ndarray.tostring`` (gone in 2.3): ``recordio.pack``/``pack_img`` run, for that call only,
+  over a copy of their module's namespace whose ``np.asarray``/``cv2.imencode`` return views
+  that still have it; the module itself is never changed, so threads are safe.
+* ``int()`` of a 1-element array (refused from 2.4): ``while_loop``'s ``max_iterations``
+  (documented as "a numpy ndarray") is passed as the 0-d array of its element.
 
   Where MXNet's own code makes Python scalars (``tests/_mxnet_scalar_conversions.py``, an
   ``ast`` scan of 1.3.1 … 1.9.1; every candidate run on 1.9.1 and 1.5.1 with NumPy 2.5.5 and
