@@ -537,7 +537,11 @@ class PlainDisplay(object):
 
 
 class LiveDisplay(PlainDisplay):
-    """One line per env, redrawn in place twice a second (a terminal)."""
+    """One line per env, redrawn in place twice a second (a terminal).
+
+    Hand-written rather than ``rich``/``tqdm``: two ANSI sequences are all it needs, and a
+    display library would be one more dependency in every legacy environment mxcompat is
+    installed into (Python 3.7, old pins), for one command."""
 
     def __init__(self, envs, out):
         PlainDisplay.__init__(self, envs, out)
@@ -586,6 +590,8 @@ class LiveDisplay(PlainDisplay):
 # --- reports ---------------------------------------------------------------------------------
 
 def table(envs):
+    # Padded columns by hand (not tabulate/rich): a dozen lines against a dependency in
+    # every legacy environment.
     rows = [("env", "MXNet", "Python", "NumPy", "result", "time", "first failing line")]
     for env in envs:
         c = env.combination
