@@ -32,7 +32,7 @@ CLIP_GLOBAL_NORM_NDARRAY = (1, 4)
 # weight.grad_req = 'null' stops a Dense bias the same way (checked on 1.7.0.post2 and 1.9.1).
 ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS = (1, 7)
 # gluon.Parameter.dtype is a property whose setter casts the data from 1.5; before, a plain
-# attribute (convert.py records a dtype without casting).
+# attribute (convert/params.py records a dtype without casting).
 PARAMETER_DTYPE_PROPERTY = (1, 5)
 # mxnet.runtime.Features (is_enabled('MKLDNN')) exists from 1.5 (import mxnet.runtime first).
 RUNTIME_FEATURES = (1, 5)
@@ -52,7 +52,8 @@ UNBOUND_GET_PARAMS = (1, 6)
 # Up to 1.7 the engine does not order reads of BatchNorm's running statistics after the write
 # that a Gluon training step (autograd backward) makes: a copy pushed right after
 # Trainer.step can read the previous values (measured: 1.3-1.6 5/40 runs, 1.7 29/40, and 1.7
-# even asnumpy 3/40; 1.8 and 1.9 0/40).  convert.py waits for the engine before copying.
+# even asnumpy 3/40; 1.8 and 1.9 0/40).  convert/gluon_to_module.py waits for the engine
+# before copying.
 GLUON_AUX_WRITES_ORDERED = (1, 8)
 # BatchNorm's running mean/variance move during the *backward* of a training step, not in
 # the training forward, on every release (measured on 1.3.1 ... 1.9.1: Module executors and

@@ -30,7 +30,11 @@ import types
 
 import wrapt
 
-from . import _compat, convert
+from . import _compat
+from .convert._common import _names
+from .convert.graph import (_block_graph, _block_params, _inference_symbol,
+                             _module_inference_symbol, _module_inputs)
+from .convert.module_to_gluon import _module_arrays
 from ._patching import Patch, Target, register
 
 PATCH = "onnx"
@@ -238,13 +242,13 @@ def _shape_list(input_shapes, inputs, known):
             return [tuple(known[n]) for n in inputs]
         raise _fail("input_shapes is needed for %s (e.g. input_shapes=[(1, 3, 224, 224)] or "
                     "{'data': (1, 3, 224, 224)}); only a bound Module knows its own"
-                    % convert._names(inputs))
+                    % _names(inputs))
     if isinstance(input_shapes, dict):
         missing = [n for n in inputs if n not in input_shapes]
         extra = [n for n in input_shapes if n not in inputs]
         if missing or extra:
             raise _fail("input_shapes names %s, the model's inputs are %s"
-                        % (convert._names(input_shapes), convert._names(inputs)))
+                        % (_names(input_shapes), _names(inputs)))
         return [tuple(input_shapes[n]) for n in inputs]
     shapes = list(input_shapes)
     if shapes and all(isinstance(s, int) for s in shapes):
@@ -253,14 +257,14 @@ def _shape_list(input_shapes, inputs, known):
                                                   else s)) for s in shapes]
     if len(shapes) != len(inputs):
         raise _fail("%d input shape(s) given, the model has %d input(s): %s"
-                    % (len(shapes), len(inputs), convert._names(inputs)))
+                    % (len(shapes), len(inputs), _names(inputs)))
     return shapes
 
 
 def _from_module(module):
-    args, auxs, _ = convert._module_arrays(module, "to_onnx")
-    inputs = convert._module_inputs(module)
-    symbol = convert._module_inference_symbol(module, inputs, args)
+    args, auxs, _ = _module_arrays(module, "to_onnx")
+    inputs = _module_inputs(module)
+    symbol = _module_inference_symbol(module, inputs, args)
     known = {}
     if module.binded:
         known = {d.name if hasattr(d, "name") else d[0]: d.shape if hasattr(d, "shape") else d[1]
@@ -270,15 +274,15 @@ def _from_module(module):
 
 
 def _from_block(block):
-    names, out = convert._block_graph(block, None if getattr(block, "_cached_graph", ())
-                                      else ["data"], "to_onnx")
-    symbol = convert._inference_symbol(out)
-    params = convert._block_params(block)
+    names, out = _block_graph(block, None if getattr(block, "_cached_graph", ()) else ["data"],
+                              "to_onnx")
+    symbol = _inference_symbol(out)
+    params = _block_params(block)
     used = [n for n in symbol.list_arguments() + symbol.list_auxiliary_states() if n not in names]
     unset = [n for n in used if n not in params or params[n]._data is None]
     if unset:
         raise _fail("parameter(s) %s of the block are not initialised; call initialize() "
-                    "and run one forward pass first" % convert._names(unset))
+                    "and run one forward pass first" % _names(unset))
     if not _compat.since(_compat.GLUON_AUX_WRITES_ORDERED):
         _mx().nd.waitall()   # the last training step's BatchNorm statistics (see convert)
     return symbol, {n: params[n]._data[0] for n in used}, names, {}
@@ -288,7 +292,7 @@ def _from_triple(triple):
     mx = _mx()
     if len(triple) != 3 or not isinstance(triple[0], mx.sym.Symbol):
         raise _fail("a (symbol, arg_params, aux_params) triple was expected", TypeError)
-    symbol = convert._inference_symbol(triple[0])
+    symbol = _inference_symbol(triple[0])
     params = dict(triple[1] or {})
     params.update(triple[2] or {})
     inputs = [n for n in symbol.list_inputs() if n not in params]
@@ -319,7 +323,7 @@ def _unconvertible(symbol, converters):
 
 def _without_noop_reshape_like(symbol, shapes):
     """``symbol`` with each ``reshape_like`` whose input already has the shape made a copy.
-    The SoftmaxOutput head of to_gluon (``convert._head_symbol``) ends in one, which the
+    The SoftmaxOutput head of to_gluon (``convert.graph._head_symbol``) ends in one, which the
     exporter before 1.9 cannot convert; on a classifier's 2-d output it changes nothing."""
     mx = _mx()
     graph = json.loads(symbol.tojson())

@@ -11,7 +11,8 @@ interpreter at bind, so ``quantize`` refuses them up front with the reason.
 """
 
 from . import _compat
-from .convert import _inference_symbol, to_module
+from .convert import to_module
+from .convert.graph import _inference_symbol
 
 
 def _calib_iter(mx, calib_data, data_names):

@@ -758,9 +758,9 @@ def test_threads_converting_at_once_leave_symbol_iteration_as_mxnet_has_it():
 def test_symbol_iteration_swaps_overlapping_out_of_order_restore_mxnets_own():
     # Two conversions in two threads, the first to start ends first (what the threaded test
     # above provokes at random): MXNet's own __iter__ must come back, not the other's copy.
-    from mxcompat import convert
+    from mxcompat.convert import graph
     own = vars(mx.sym.Symbol)["__iter__"]
-    first, second = convert._symbols_iterate_by_index(), convert._symbols_iterate_by_index()
+    first, second = graph._symbols_iterate_by_index(), graph._symbols_iterate_by_index()
     first.__enter__()
     second.__enter__()
     assert vars(mx.sym.Symbol)["__iter__"] is not own

@@ -1,0 +1,23 @@
+"""Module ⇄ Gluon in memory: ``Module.to_gluon()`` and ``HybridBlock.to_module()``.
+
+MXNet 1.x hands a model from one front end to the other only through files; these convert
+in memory, copying the weights or sharing them (the README says how to use them).
+
+Layout: ``module_to_gluon`` and ``gluon_to_module`` (one direction each), ``graph`` (the
+symbol graphs of both sides: loss heads, a block's graph and parameters), ``params`` (the
+Gluon ``Parameter`` internals that place arrays without copying them); here, the patch.
+"""
+from .._patching import Patch, Target, register
+from .gluon_to_module import to_module
+from .module_to_gluon import to_gluon
+
+__all__ = ["to_gluon", "to_module"]
+
+PATCH = register(Patch(
+    "convert",
+    "Module.to_gluon() and HybridBlock.to_module(): in-memory conversion between the APIs.",
+    targets=[
+        Target("mxnet.module.module", "Module.to_gluon", new=to_gluon),
+        Target("mxnet.gluon.block", "HybridBlock.to_module", new=to_module),
+    ],
+))

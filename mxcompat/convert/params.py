@@ -1,0 +1,114 @@
+"""Gluon ``Parameter`` internals: arrays placed into a Parameter as its data without a copy.
+
+Gluon has no public way to make existing NDArrays a Parameter's data (``set_data`` copies,
+``initialize`` allocates), so both directions go through ``Parameter._init_impl`` (the same in
+MXNet 1.3.1 ... 1.9.1) with arrays already where they belong.
+"""
+import functools
+
+from .. import _compat
+from ._common import _mx
+
+
+@functools.lru_cache(maxsize=None)   # asked once: _set_dtype runs for every parameter
+def _dtype_attribute():
+    return "_dtype" if _compat.since(_compat.PARAMETER_DTYPE_PROPERTY) else "dtype"
+
+
+def _set_dtype(param, dtype):
+    # From 1.5 Parameter.dtype is a property whose setter casts the data; before, a plain
+    # attribute.  Either way only the record is wanted here: the arrays already have it.
+    setattr(param, _dtype_attribute(), dtype)
+
+
+class _Placed(object):
+    """The ``data`` of ``Parameter._init_impl(data, ctx_list)`` when the arrays are already
+    where they belong: its ``copyto`` hands back the next of them instead of a copy.
+    ``_init_impl`` (the same in 1.3.1 ... 1.9.1) copies ``data`` to each context of
+    ``ctx_list`` in that list's order."""
+
+    __slots__ = ("_arrays",)
+
+    def __init__(self, arrays):
+        self._arrays = iter(arrays)
+
+    def copyto(self, ctx):
+        return next(self._arrays)
+
+
+def _install(param, arrays, contexts=None, grads=None, marks=None):
+    """Make ``arrays`` (one per context) the data of ``param`` through Gluon's own
+    ``_init_impl``, without copying.  Gradient buffers are reused when given, else allocated
+    (see above); with ``marks`` (a list) their autograd marking is collected for one
+    ``_mark`` call."""
+    ctx_list = list(contexts) if contexts is not None else [a.context for a in arrays]
+    first = arrays[0]
+    shape, dtype = tuple(first.shape), first.dtype
+    param._shape = shape
+    _set_dtype(param, dtype)
+    req = param.grad_req
+    # Gluon's own gradients (zeros) where they are needed: 'add' accumulates into them, and a
+    # sparse gradient needs its stype.  Else mxcompat's (reused, or allocated unfilled).
+    own_grads = req != "null" and (grads is not None or (
+        req == "write" and getattr(param, "_grad_stype", "default") == "default"))
+    # _init_impl ends with _init_grad, which for grad_req 'null' only clears the gradients:
+    # with mxcompat's own to come, the private field says 'null' for the call (the grad_req
+    # property's setter would detach the data or allocate).
+    if own_grads:
+        param._grad_req = "null"
+    try:
+        param._init_impl(_Placed(arrays), ctx_list)
+    finally:
+        if own_grads:
+            param._grad_req = req
+    param._deferred_init = ()
+    if not own_grads:
+        return
+    if grads is None:
+        grads = [_unallocated(shape, c, dtype) for c in ctx_list]
+    param._grad = list(grads)
+    if marks is None:
+        _mark([(param._data, param._grad, req)])
+    else:
+        marks.append((param._data, param._grad, req))
+
+
+def _unallocated(shape, ctx, dtype):
+    """An NDArray whose memory MXNet allocates at its first use (``delay_alloc``, as the
+    executors' own arrays): a gradient buffer of a model that only predicts costs neither
+    time nor memory.  ``_new_alloc_handle(shape, ctx, delay_alloc, dtype)`` is the same in
+    1.3.1 ... 1.9.1."""
+    mx = _mx()
+    return mx.nd.NDArray(mx.nd.ndarray._new_alloc_handle(shape, ctx, True, dtype))
+
+
+def _mark(marks):
+    """One ``autograd.mark_variables`` call for every (arrays, grads, grad_req) collected."""
+    if not marks:
+        return
+    mx = _mx()
+    variables, gradients, reqs = [], [], []
+    for arrays, grads, req in marks:
+        variables.extend(arrays)
+        gradients.extend(grads)
+        reqs.extend([req] * len(arrays))
+    mx.autograd.mark_variables(variables, gradients, reqs)
+
+
+def _reset_trainer_kvstore(param):
+    # Parameter.set_data does the same: a kvstore that updates holds its own copy.
+    trainer = getattr(param, "_trainer", None)
+    if trainer is not None and getattr(trainer, "_kv_initialized", False) \
+            and getattr(trainer, "_update_on_kvstore", False):
+        trainer._reset_kvstore()
+
+
+def _grads_fit(param, arrays):
+    grads = param._grad
+    if not grads or len(grads) != len(arrays):
+        return None
+    for g, a in zip(grads, arrays):
+        if g.shape != a.shape or g.context != a.context or g.dtype != a.dtype:
+            return None
+    return grads
+
