@@ -178,14 +178,21 @@ def _module_inputs(module):
 
 
 def _module_inference_symbol(module, inputs, args):
+    return _module_inference_graph(module, inputs, args)[0]
+
+
+def _module_inference_graph(module, inputs, args):
+    """(the module's symbol with loss heads replaced, that symbol's ``list_arguments()``)."""
     symbol = module.symbol
+    arguments = symbol.list_arguments()
     labels = set(module.label_names or ())
     # A loss head always reads a label variable: no such argument, nothing to replace.
-    for name in symbol.list_arguments():
+    for name in arguments:
         if name not in inputs and (name not in args or name in labels
                                    or name.endswith("label")):
-            return _inference_symbol(symbol)
-    return symbol
+            symbol = _inference_symbol(symbol)
+            return symbol, symbol.list_arguments()
+    return symbol, arguments
 
 
 def _add_loss(out, loss, label_name, where):

@@ -4,7 +4,7 @@ architecture by structure; either holding copies of the values, or the module's 
 """
 from ..fixed_param_names import own_fixed_names
 from ._common import _as_contexts, _fail, _mx, _names
-from .graph import (_block_graph, _block_params, _consumers, _module_inference_symbol,
+from .graph import (_block_graph, _block_params, _consumers, _module_inference_graph,
                     _module_inputs, _symbols_iterate_by_index)
 from .params import _grads_fit, _install, _mark, _reset_trainer_kvstore
 
@@ -104,8 +104,8 @@ def to_gluon(module, block=None, copy=True, ctx=None):
 def _symbol_block(module, args, auxs, values, where):
     mx = _mx()
     inputs = _module_inputs(module)
-    symbol = _module_inference_symbol(module, inputs, args)
-    arg_names = [n for n in symbol.list_arguments() if n not in inputs]
+    symbol, arguments = _module_inference_graph(module, inputs, args)
+    arg_names = [n for n in arguments if n not in inputs]
     aux_names = symbol.list_auxiliary_states()
     missing = [n for n in arg_names if n not in args] + [n for n in aux_names if n not in auxs]
     if missing:
@@ -144,8 +144,8 @@ def _load_into(block, module, args, auxs, values, where):
         raise _fail(where, "block must be a gluon HybridBlock (its graph gives the order of "
                            "its parameters), got %s" % type(block).__name__, TypeError)
     inputs = _module_inputs(module)
-    symbol = _module_inference_symbol(module, inputs, args)
-    mod_args = [n for n in symbol.list_arguments() if n in args and n not in inputs]
+    symbol, arguments = _module_inference_graph(module, inputs, args)
+    mod_args = [n for n in arguments if n in args and n not in inputs]
     mod_auxs = [n for n in symbol.list_auxiliary_states() if n in auxs]
     call_names = ["data"] if len(inputs) == 1 else ["data%d" % i for i in range(len(inputs))]
     names, out = _block_graph(block, None if getattr(block, "_cached_graph", ()) else call_names,

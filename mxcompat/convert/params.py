@@ -41,7 +41,8 @@ def _install(param, arrays, contexts=None, grads=None, marks=None):
     ``_init_impl``, without copying.  Gradient buffers are reused when given, else allocated
     (see above); with ``marks`` (a list) their autograd marking is collected for one
     ``_mark`` call."""
-    ctx_list = list(contexts) if contexts is not None else [a.context for a in arrays]
+    # _init_impl makes its own list of ctx_list.
+    ctx_list = contexts if contexts is not None else [a.context for a in arrays]
     first = arrays[0]
     shape, dtype = tuple(first.shape), first.dtype
     param._shape = shape
@@ -78,8 +79,14 @@ def _unallocated(shape, ctx, dtype):
     executors' own arrays): a gradient buffer of a model that only predicts costs neither
     time nor memory.  ``_new_alloc_handle(shape, ctx, delay_alloc, dtype)`` is the same in
     1.3.1 ... 1.9.1."""
+    ndarray, new_alloc_handle = _allocation()
+    return ndarray(new_alloc_handle(shape, ctx, True, dtype))
+
+
+@functools.lru_cache(maxsize=None)   # looked up once: _unallocated runs per gradient
+def _allocation():
     mx = _mx()
-    return mx.nd.NDArray(mx.nd.ndarray._new_alloc_handle(shape, ctx, True, dtype))
+    return mx.nd.NDArray, mx.nd.ndarray._new_alloc_handle
 
 
 def _mark(marks):
