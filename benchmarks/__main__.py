@@ -1,6 +1,6 @@
-"""``python -m benchmarks [--quick] [--json FILE]``: see benchmarks/run.py."""
+"""``python -m benchmarks [--quick] [--only SECTION] [--json FILE]``: see benchmarks/cli.py."""
 import sys
 
-from .run import main
+from .cli import main
 
 sys.exit(main())

@@ -1,0 +1,107 @@
+"""Section ``freeze``: the backbone (every parameter but the last FullyConnected's) frozen
+through the registry before ``bind`` vs native ``fixed_param_names`` (their own
+interleaving, 3x the repetitions, plus the ``update()`` call alone) vs nothing frozen, with
+the gradient memory each executor allocated; and frozen after bind (the update-path skip)
+vs nothing frozen."""
+import gc
+import json
+
+import mxcompat
+import mxnet as mx
+import numpy as np
+
+from ._harness import interleave
+from .models import config_label, module_step, resnet_symbol, training_module, warm_registry
+
+
+def head_params(symbol):
+    """The parameters of the last FullyConnected layer (the classifier)."""
+    nodes = json.loads(symbol.tojson())["nodes"]
+    last = [n for n in nodes if n["op"] == "FullyConnected"][-1]
+    inputs = [nodes[entry[0]] for entry in last["inputs"]]
+    return [n["name"] for n in inputs if n["op"] == "null" and n["name"] != "data"]
+
+
+def _grad_mb(mod):
+    return sum(g[0].size * np.dtype(g[0].dtype).itemsize
+               for g in mod._exec_group.grad_arrays if g[0] is not None) / 2.0 ** 20
+
+
+def run(table, configs, reps):
+    for name, size, batch in configs:
+        symbol = resnet_symbol(name)
+        head = head_params(symbol)
+        params = [n for n in symbol.list_arguments() if n not in ("data", "softmax_label")]
+        backbone = [n for n in params if n not in head]
+
+        none, data = training_module(name, size, batch, symbol=symbol)
+        with mxcompat.frozen(*backbone):        # frozen before bind: no gradient buffers
+            registry, _ = training_module(name, size, batch, symbol=symbol)
+        native, _ = training_module(name, size, batch, symbol=symbol,
+                                    fixed_param_names=backbone)
+
+        # One data batch for all: same work.
+        sides = {"nothing frozen": module_step(none, data),
+                 "registry, before bind": module_step(registry, data),
+                 "fixed_param_names": module_step(native, data),
+                 "registry, after bind": module_step(none, data)}
+        close = ("fixed_param_names", "registry, before bind")
+
+        def setup(side):
+            # The registry holds the backbone exactly while a registry side runs.
+            if side.startswith("registry"):
+                mxcompat.freeze(*backbone)
+            else:
+                mxcompat.unfreeze()
+            warm_registry(params, registry if side == "registry, before bind" else None)
+
+        # Registry vs native differ by microseconds on steps of milliseconds: their own
+        # interleaving, with three times the repetitions (cheap: both steps skip the
+        # backbone's backward).
+        pair = interleave(dict((k, sides[k]) for k in close), 3 * reps, setup=setup)
+        times = interleave(dict((k, v) for k, v in sides.items() if k != "fixed_param_names"),
+                           reps, setup=setup)
+
+        def drain(side):
+            mx.nd.waitall()
+            setup(side)
+
+        # update() alone (async): the registry's own per-update cost, without the step's noise.
+        calls = interleave({"fixed_param_names": native.update,
+                            "registry, before bind": registry.update}, reps, setup=drain)
+        mx.nd.waitall()
+        mxcompat.unfreeze()
+        label = config_label(name, size, batch)
+        table.add("Freeze before bind %s: registry vs native" % label,
+                  "fixed_param_names", pair["fixed_param_names"], "registry, before bind",
+                  pair["registry, before bind"], "<= 1.03x")
+        table.add("Freeze before bind, update() call only (%s)" % label, "fixed_param_names",
+                  calls["fixed_param_names"], "registry, before bind",
+                  calls["registry, before bind"])
+        table.add("Freeze before bind %s: registry vs none frozen" % label,
+                  "nothing frozen", times["nothing frozen"], "registry, before bind",
+                  times["registry, before bind"], "< 1 (faster)")
+        table.add("Freeze after bind (update skip) %s vs none frozen" % label,
+                  "nothing frozen", times["nothing frozen"], "registry, after bind",
+                  times["registry, after bind"], "< 1 (faster)")
+        grads = {"none": _grad_mb(none), "registry": _grad_mb(registry),
+                 "native": _grad_mb(native)}
+        table.add("Gradient memory, %s: registry vs native" % label, "fixed_param_names",
+                  [grads["native"]], "registry, before bind", [grads["registry"]],
+                  "1x", unit="MB")
+        table.add("Gradient memory, %s: registry vs none frozen" % label, "nothing frozen",
+                  [grads["none"]], "registry, before bind", [grads["registry"]], unit="MB")
+        exec_mb = {k: m._total_exec_bytes for k, m in
+                   (("none", none), ("registry", registry), ("native", native))}
+        if any(exec_mb.values()):
+            # Module._total_exec_bytes: the executors' own pools, MB as MXNet's debug_str
+            # counts them (not the parameter or gradient arrays).
+            table.add("Executor pool (_total_exec_bytes), %s: registry" % label,
+                      "nothing frozen", [exec_mb["none"]], "registry, before bind",
+                      [exec_mb["registry"]], unit="MB")
+            table.add("Executor pool (_total_exec_bytes), %s: native" % label,
+                      "fixed_param_names", [exec_mb["native"]], "registry, before bind",
+                      [exec_mb["registry"]], "1x", unit="MB")
+        del none, registry, native, sides
+        gc.collect()
+
