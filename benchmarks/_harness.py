@@ -1,6 +1,12 @@
 """Side-by-side timing: interleave the two sides (A B A B …) after a warm-up and report
 medians and their ratio.  On a shared, noisy machine the ratio of interleaved medians is the
-figure that counts; absolute times are printed for context only."""
+figure that counts; absolute times are printed for context only.
+
+Not pyperf: its Runner times each benchmark in its own worker processes, one benchmark's
+processes after the other's (checked with pyperf 2.10: A's three workers, then B's), so the two
+sides of a pair never alternate and a load change on a shared machine lands in one side; and
+each worker re-runs the setup (building and binding a ResNet, seconds), where these pairs
+toggle the patches between calls in one process over one model."""
 import gc
 import statistics
 import time
@@ -18,7 +24,8 @@ def interleave(sides, reps, warmup=2, setup=None, clock=time.perf_counter):
     ``setup(name)`` (untimed) runs before each timed call, e.g. to patch or unpatch.
     ``clock``: wall time by default; ``time.process_time`` (the CPU time of all the
     process's threads) for microsecond-scale work on a loaded machine, where waiting for a
-    core would otherwise land in one side's timing.
+    core would otherwise land in one side's timing; ``time.thread_time`` (this thread's CPU)
+    for a call whose queued work other threads run meanwhile.
     Returns ``{name: [seconds, ...]}``.
     """
     names = list(sides)

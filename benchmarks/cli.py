@@ -18,6 +18,8 @@ convert   conversion.py         ``to_gluon``/``to_module`` vs copies and file ro
 memory    conversion_memory.py  each conversion's peak RSS growth (probes/conversion_peak_rss.py)
 import    import_time.py        ``import mxcompat`` before/after mxnet (probes/import_order.py)
 onnx      onnx_inference.py     ``to_onnx`` in onnxruntime vs MXNet, and the export itself
+suite     mxnet_suite.py        MXNet's own Module/Gluon/Trainer tests without vs with mxcompat
+                                (given ``--mxnet-src`` or $MXCOMPAT_MXNET_SRC; else skipped)
 
 models.py holds the models and the patch/registry state the sections share, _harness.py the
 interleaving and the table.
@@ -42,7 +44,7 @@ import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
 from . import (conversion, conversion_memory, freezing, import_time,  # noqa: E402
-               module_update, onnx_inference, operator_calls, trainer_step)
+               module_update, mxnet_suite, onnx_inference, operator_calls, trainer_step)
 from ._harness import Table  # noqa: E402
 
 # (model, input side, batch); --quick uses the first only.
@@ -60,6 +62,7 @@ SECTIONS = [
     ("memory", conversion_memory),
     ("import", import_time),
     ("onnx", onnx_inference),
+    ("suite", mxnet_suite),
 ]
 
 
@@ -91,6 +94,10 @@ def main(argv=None):
     parser.add_argument("--config", action="append", type=_config, metavar="MODEL:SIDE:BATCH",
                         help="run these configurations instead, e.g. resnet50_v1:224:1 "
                              "(repeatable; any gluon.model_zoo.vision ResNet)")
+    parser.add_argument("--mxnet-src", default=os.environ.get(mxnet_suite.SRC_ENV),
+                        help="git directory of apache/mxnet for the suite section "
+                             "(default $%s; without it that section is skipped)"
+                        % mxnet_suite.SRC_ENV)
     parser.add_argument("--json", default="benchmarks/results.json",
                         help="where to write the rows (default %(default)s)")
     parser.add_argument("--markdown", help="also write the table as Markdown to this file")
@@ -105,7 +112,10 @@ def main(argv=None):
     print(table.header())
     for name, section in SECTIONS:
         if not args.only or name in args.only:
-            section.run(table, configs, reps)
+            if section is mxnet_suite:
+                section.run(table, configs, reps, source=args.mxnet_src, quick=args.quick)
+            else:
+                section.run(table, configs, reps)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"versions": info, "quick": args.quick, "reps": reps,

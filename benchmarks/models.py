@@ -6,6 +6,16 @@ import time
 import mxcompat
 import mxnet as mx
 
+# The clock of the "call only" rows (update() and step() alone): the calling thread's CPU
+# time.  Those calls only queue work, and MXNet's engine threads start on it at once: on two
+# cores the wall time of a call is mostly its wait for a core (measured on MXNet 1.9.1: 350-430
+# us of wall time for 40-70 us of CPU, the same frozen update() call), which lands in whichever
+# side it hits.  The wrappers' cost is CPU in this thread, all of it counted.
+CALL_CLOCK = time.thread_time
+
+# How many more repetitions a "call only" row takes than a step (its calls are short).
+CALL_REPS = 5
+
 # A pattern that matches no parameter of the benchmarked models: the registry is in use
 # (non-empty), as in a program that froze something in another model.
 UNRELATED_PATTERN = "othernet_dense0_weight"
