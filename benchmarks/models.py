@@ -31,6 +31,11 @@ def warm_registry(names, module=None, trainer=None):
     registry.matches(tuple(names))
     if module is not None:
         freeze_module.warm(module)
+        # frozen_statistics' per-executor list of frozen aux states, found at the first
+        # backward after a registry change.
+        from mxcompat import frozen_statistics
+        for executor in module._exec_group.execs:
+            frozen_statistics._frozen_aux(executor, registry.state.version)
     if trainer is not None:
         freeze_trainer.trainer_matches(trainer, trainer._params)
     # Settle: MXNet work pushed right after milliseconds of busy Python (a side's patch()

@@ -16,7 +16,7 @@ _PATTERN_TYPE = type(re.compile(""))
 class _Pattern(object):
     """One registered pattern: the user's object, an identity key, and a matcher."""
 
-    __slots__ = ("source", "key", "_regex", "_exact")
+    __slots__ = ("source", "key", "_regex", "_exact", "literal")
 
     def __init__(self, source, caller):
         if isinstance(source, str):
@@ -27,12 +27,15 @@ class _Pattern(object):
             self.key = ("glob", source)
             self._exact = source
             self._regex = re.compile(fnmatch.translate(source))
+            # No wildcard: the glob matches its own text only, so a set lookup decides.
+            self.literal = not any(c in source for c in "*?[")
         elif isinstance(source, _PATTERN_TYPE):
             if not isinstance(source.pattern, str):
                 raise TypeError("mxcompat.%s: %r is a bytes regex; parameter names are str, "
                                 "compile a str pattern" % (caller, source))
             self.key = ("regex", source.pattern, source.flags)
             self._exact = None
+            self.literal = False
             self._regex = source
         else:
             hint = ""
@@ -192,8 +195,15 @@ def matches(names):
     key = (version, names)
     hit = _match_cache.get(key)
     if hit is None:
-        mask = tuple(any(p.match(n) for p in patterns) for n in names)
-        unmatched = tuple(p for p in patterns if not any(p.match(n) for n in names))
+        # Exact names (the common "freeze these 200 parameters") by set lookups, the rest
+        # one by one: linear in names + patterns, not their product.
+        literal = set(p._exact for p in patterns if p.literal)
+        others = [p for p in patterns if not p.literal]
+        given = set(names)
+        mask = tuple(n in literal or any(p.match(n) for p in others) for n in names)
+        unmatched = tuple(p for p in patterns
+                          if (p._exact not in given if p.literal
+                              else not any(p.match(n) for n in names)))
         if len(_match_cache) > 256:
             _match_cache.clear()
         hit = _match_cache[key] = (mask, unmatched, tuple(i for i, m in enumerate(mask) if m))
