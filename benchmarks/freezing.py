@@ -61,7 +61,8 @@ def run(table, configs, reps):
                 mxcompat.freeze(*backbone)
             else:
                 mxcompat.unfreeze()
-            warm_registry(params, registry if side == "registry, before bind" else None)
+            warm_registry(params, {"registry, before bind": registry,
+                                   "registry, after bind": none}.get(side))
 
         # Registry vs native differ by microseconds on steps of milliseconds: their own
         # interleaving, with three times the repetitions (cheap: both steps skip the
