@@ -2,6 +2,7 @@
 names (no gradient buffer); at update, ``model._update_params`` and
 ``_update_params_on_kvstore`` see a frozen entry's gradients as ``None`` (MXNet's own skip).
 See the package docstring for the rules."""
+import functools
 import inspect
 import threading
 import weakref
@@ -39,18 +40,12 @@ def _masked_grads(names, grads):
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def _positions(wrapped):
     """Where ``grad_arrays`` and ``param_names`` come in a call of ``wrapped`` (the same
     signatures in every release, read once rather than bound per call)."""
-    pos = _positions_cache.get(wrapped)
-    if pos is None:
-        params = list(inspect.signature(wrapped).parameters)
-        pos = _positions_cache[wrapped] = (params.index("grad_arrays"),
-                                           params.index("param_names"))
-    return pos
-
-
-_positions_cache = {}
+    params = list(inspect.signature(wrapped).parameters)
+    return params.index("grad_arrays"), params.index("param_names")
 
 
 def wrap_update_fn(wrapped, instance, args, kwargs):
