@@ -32,9 +32,10 @@ class Target(object):
     """One attribute a patch changes.
 
     ``wrapper`` (a wrapt wrapper ``(wrapped, instance, args, kwargs)``) wraps an existing
-    function; ``proxy`` (``proxy(original)`` returning a ``wrapt.ObjectProxy`` of it) does
-    the same where a call must cost less than a wrapt ``FunctionWrapper`` (a function MXNet
-    calls once per operator); ``new`` adds an attribute MXNet does not have (e.g.
+    function; ``proxy`` (``proxy(original)`` returning what stands in for it: a
+    ``wrapt.ObjectProxy``, or a plain function naming it in ``__wrapped__``) does the same
+    where a call must cost less than a wrapt ``FunctionWrapper`` (a function MXNet calls once
+    per operator); ``new`` adds an attribute MXNet does not have (e.g.
     ``Module.to_gluon``).  ``optional`` targets are skipped when the release lacks the
     attribute.
     """
@@ -327,7 +328,7 @@ def _restore(records):
             # outright (not wrapped), the attribute is theirs: leave it.
             # An attribute we added (no wrapper of ours beneath theirs) stays: theirs needs it.
             outer = _outer_of(current, installed)
-            if outer is not None and isinstance(installed, _PROXY):
+            if outer is not None and hasattr(installed, "__wrapped__"):
                 outer.__wrapped__ = installed.__wrapped__
             continue
         if owned:
