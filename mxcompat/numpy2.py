@@ -163,6 +163,8 @@ def _invoke_proxy(original):
     ~13 us for the operator itself; issue 17)."""
     signature = _signature(original)
     seq, plain, legacy = _SEQUENCES, _PLAIN, _legacy_values
+    # One function per arity, spelled out: star arguments or a shared helper call would each
+    # add about a third to the cost.
     if signature == _INVOKE_ARGS:
         def invoke(handle, ndargs, keys, vals, out, is_np_op, output_is_list):
             for value in vals:
