@@ -176,4 +176,3 @@ def _bench_convert(table, configs, reps):
             shutil.rmtree(workdir, ignore_errors=True)
         del net, mod
         gc.collect()
-

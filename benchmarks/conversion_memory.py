@@ -41,4 +41,3 @@ def run(table, configs, reps):
                       "~1x (one copy)", unit="MB")
             table.add("Peak RSS growth, %s: share" % what, files, mb[files], share, mb[share],
                       "~0 MB (no copy)", unit="MB")
-

@@ -121,4 +121,3 @@ def run(table, configs, reps):
                       [exec_mb["registry"]], "1x", unit="MB")
         del none, registry, native, sides
         gc.collect()
-

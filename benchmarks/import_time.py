@@ -73,4 +73,3 @@ def run(table, configs, reps):
         table.add("`import mxcompat` after mxnet, no .pyc for wrapt/mxcompat",
                   "bytecode cached", col("mxnet-first", 2), "compiled from source",
                   col("no-bytecode", 2))
-

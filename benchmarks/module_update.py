@@ -55,4 +55,3 @@ def run(table, configs, reps):
                   times["patched+pattern"], "<= 1.05x")
     mxcompat.patch()
     mxcompat.unfreeze()
-

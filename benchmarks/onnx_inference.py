@@ -77,4 +77,3 @@ def _bench_export(table, net, shape, label, reps):
               times["mxnet"], "to_onnx(verify=False)", times["to_onnx"])
     table.add("ONNX export %s, verified" % label.split(" b")[0], "MXNet export_model (file)",
               times["mxnet"], "to_onnx (onnxruntime check)", times["verified"])
-

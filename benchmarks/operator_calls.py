@@ -67,4 +67,3 @@ def run(table, configs, reps):
                   [min(per_call["unpatched"])], "numpy2 patched", [min(per_call["patched"])],
                   "<= 1.02x")
     mxcompat.patch()
-

@@ -411,6 +411,7 @@ def _check_fixed_param_names(mx, tmp):
                              % names)
     return "the module's own names and the registry's"
 
+
 @check("onnx", "MXNet's own ONNX exporter runs on this onnx; to_onnx agrees in onnxruntime")
 def _check_onnx(mx, tmp):
     import numpy as np

@@ -39,6 +39,7 @@ PATCH = "int_division"
 DOC = ("An integer NDArray divided by zero raises ZeroDivisionError instead of killing the "
        "process with SIGFPE.")
 
+
 @functools.lru_cache(maxsize=None)
 def _integer_types():
     # NDArray.dtype is a NumPy scalar type (np.int32), so a set lookup tells the kind without

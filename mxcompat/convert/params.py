@@ -118,4 +118,3 @@ def _grads_fit(param, arrays):
         if g.shape != a.shape or g.context != a.context or g.dtype != a.dtype:
             return None
     return grads
-

@@ -234,4 +234,3 @@ def wrap_container_update(wrapped, instance, args, kwargs):
         return wrapped(*args, **kwargs)
     finally:
         _local.depth -= 1
-

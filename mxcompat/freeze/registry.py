@@ -223,5 +223,3 @@ def warn_unmatched(unmatched, names, owner):
 def _closest(p, names):
     close = difflib.get_close_matches(p.text(), names, n=3, cutoff=0.3)
     return ", ".join(map(repr, close)) if close else "none"
-
-
