@@ -382,6 +382,44 @@ def test_a_wrapt_wrapper_over_ours_survives_unpatch():
     assert vars(Module)["reshape"].__wrapped__ is original
 
 
+@pytest.mark.skipif("numpy2" not in applicable_patches(),
+                    reason="the numpy2 patch applies on NumPy 2 only (this is NumPy %s)"
+                    % __import__("numpy").__version__)
+def test_a_wrapt_wrapper_over_numpy2s_function_stand_in_survives_unpatch():
+    # numpy2 stands in for _imperative_invoke with a plain function (not a wrapt proxy):
+    # removing it from beneath a tracer's wrapper must work as for a proxy.
+    import numpy as np
+    import wrapt
+    from mxnet.ndarray import register
+    ours = vars(register)["_imperative_invoke"]
+    assert ours._self_mxcompat_patch == "numpy2" and not isinstance(ours, wrapt.ObjectProxy)
+    original = ours.__wrapped__
+    calls = []
+
+    def spy(wrapped, instance, args, kwargs):
+        calls.append(1)
+        return wrapped(*args, **kwargs)
+
+    theirs = wrapt.wrap_function_wrapper(register, "_imperative_invoke", spy)
+    try:
+        mxcompat.unpatch("numpy2")
+        assert "numpy2" not in mxcompat.patched()
+        assert vars(register)["_imperative_invoke"] is theirs and theirs.__wrapped__ is original
+        mxcompat.patch("numpy2")
+        top = vars(register)["_imperative_invoke"]
+        assert top._self_mxcompat_patch == "numpy2" and top.__wrapped__ is theirs
+        # NEP 51: a NumPy integer in a shape works again through both wrappers.
+        x = mx.nd.zeros((2, 3))
+        del calls[:]
+        out = mx.nd.reshape(x, shape=(np.int64(3), np.int64(2)))
+        assert out.shape == (3, 2) and len(calls) == 1
+    finally:
+        mxcompat.unpatch("numpy2")
+        register._imperative_invoke = original
+        mxcompat.patch()
+    assert vars(register)["_imperative_invoke"].__wrapped__ is original
+
+
 def test_unpatch_refuses_when_a_plain_wrapper_holds_ours():
     import functools
     import warnings
