@@ -24,7 +24,11 @@ order a read of the statistics before the backward that writes them
 (``_compat.GLUON_AUX_WRITES_ORDERED``).
 
 Gluon parameters are known from their construction (``Parameter.__init__``, kept weakly), so a
-parameter created while this patch was off is not held.  A statistic whose deferred
+parameter created while this patch was off is not held.  A statistic is a parameter built
+``differentiable=False`` (``nn.BatchNorm``'s) or an auxiliary state of a ``SymbolBlock``'s graph
+(``SymbolBlock.imports``, ``to_gluon``): SymbolBlock builds those ``grad_req='null'`` but
+differentiable, like a weight the user fixed, so its blocks are known from their construction
+too.  A statistic whose deferred
 initialisation has not happened yet (before the first forward) has nothing to hold.
 Patch name ``frozen_statistics``.
 """
@@ -45,10 +49,11 @@ class _State(object):
     def __init__(self):
         self.lock = threading.Lock()
         self.params = weakref.WeakSet()  # every Gluon Parameter built while the patch is on
+        self.symbol_blocks = weakref.WeakSet()   # every SymbolBlock built so
         self.reset()
 
     def reset(self):
-        self.generation = 0       # bumped when a Parameter is built: keys the Gluon cache
+        self.generation = 0       # bumped when a Parameter or SymbolBlock is built: keys the Gluon cache
         # ((registry version, generation), weak refs to the frozen Gluon statistics then),
         # one tuple so a reader never pairs a key with another key's statistics.
         self.gluon = (None, ())
@@ -67,6 +72,31 @@ def _track_parameter(wrapped, instance, args, kwargs):
     return result
 
 
+def _track_symbol_block(wrapped, instance, args, kwargs):
+    result = wrapped(*args, **kwargs)
+    with _state.lock:
+        _state.symbol_blocks.add(instance)
+        _state.generation += 1
+    return result
+
+
+def symbol_block_statistics(blocks=()):
+    """ids of the auxiliary-state Parameters of ``blocks`` (and the SymbolBlocks inside
+    them) and of every live SymbolBlock built while this patch was on."""
+    import mxnet as mx
+    with _state.lock:
+        found = list(_state.symbol_blocks)
+    for block in blocks:
+        block.apply(lambda b: found.append(b) if isinstance(b, mx.gluon.SymbolBlock) else None)
+    ids = set()
+    for block in found:
+        graph = getattr(block, "_cached_graph", ())
+        if graph:
+            params = dict(block.params.items())
+            ids.update(id(params[n]) for n in graph[1].list_auxiliary_states() if n in params)
+    return ids
+
+
 def _frozen_gluon_statistics(version):
     key = (version, _state.generation)
     cached_key, cached = _state.gluon
@@ -77,10 +107,12 @@ def _frozen_gluon_statistics(version):
     names = tuple(p.name for p in params)
     found = registry.matches(names)
     mask = found[0] if found is not None else (False,) * len(params)
-    # Not differentiable: BatchNorm's running statistics (and any other state MXNet's ops
+    # Statistics: BatchNorm's running mean and variance (and any other state MXNet's ops
     # write in place); weights are differentiable and the update path holds them.
     # Weak: the cache must not keep a deleted net's parameters (and their arrays) alive.
-    held = tuple(weakref.ref(p) for p, m in zip(params, mask) if m and not p._differentiable)
+    auxiliary = symbol_block_statistics() if any(mask) else ()
+    held = tuple(weakref.ref(p) for p, m in zip(params, mask)
+                 if m and (not p._differentiable or id(p) in auxiliary))
     _state.gluon = (key, held)
     return held
 
@@ -143,6 +175,7 @@ register(Patch(
     targets=[
         Target("mxnet.executor", "Executor.backward", _wrap_executor_backward),
         Target("mxnet.gluon.parameter", "Parameter.__init__", _track_parameter),
+        Target("mxnet.gluon.block", "SymbolBlock.__init__", _track_symbol_block),
         Target("mxnet.ndarray.ndarray", "NDArray.backward", _wrap_autograd_backward),
         Target("mxnet.autograd", "backward", _wrap_autograd_backward),
         Target("mxnet.autograd", "grad", _wrap_autograd_backward),

@@ -233,6 +233,41 @@ def test_gluon_numpy_arrays_statistics_held():
         npx.reset_np()
 
 
+def _symbol_block(source, prefix):
+    """A SymbolBlock of ``_gluon_net``'s export: imported, or ``to_gluon`` of it as a Module."""
+    if source == "imports":
+        return gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"],
+                                         prefix + "-0000.params")
+    module = mx.mod.Module.load(prefix, 0, label_names=None)
+    return mxcompat.to_gluon(module, copy=(source == "to_gluon"))
+
+
+@pytest.mark.parametrize("source", ["imports", "to_gluon", "to_gluon(copy=False)"])
+def test_symbol_block_statistics_held(source, tmpdir):
+    # SymbolBlock builds its auxiliary states grad_req='null' but differentiable, unlike
+    # nn.BatchNorm's: they are statistics all the same.
+    prefix = str(tmpdir.join("net"))
+    exported = _gluon_net(True)
+    exported(mx.nd.array(_data(10, 1)[0][0]))
+    exported.export(prefix)
+    held, reference = _symbol_block(source, prefix), _symbol_block(source, prefix)
+    assert held.collect_params()["net_batchnorm0_running_mean"]._differentiable
+    start = _statistics(held)
+    first = ["net_batchnorm0_running_mean", "net_batchnorm0_running_var"]
+    assert sorted(start)[:2] == first
+    for data, label in _data(11):
+        mxcompat.freeze("net_batchnorm0_running_*")
+        out, grads = _gluon_step(held, data, label, "ndarray")
+        mxcompat.unfreeze()
+        ref_out, ref_grads = _gluon_step(reference, data, label, "ndarray")
+        assert np.array_equal(out[0], ref_out[0])
+        assert len(grads) == 10 and all(np.array_equal(a, b) for a, b in zip(grads, ref_grads))
+    end, ref_end = _statistics(held), _statistics(reference)
+    for name in start:
+        assert np.array_equal(end[name], start[name]) == (name in first), name
+        assert not np.array_equal(ref_end[name], start[name]), name
+
+
 def test_gluon_trainer_step_holds_frozen_stage():
     net = _gluon_net(True)
     mxcompat.freeze("net_conv0_*", "net_batchnorm0_*")
@@ -283,11 +318,38 @@ def test_report_counts_statistics_apart():
     assert mxcompat.frozen_report(net).frozen_statistics == ()
 
 
+def test_report_counts_symbol_block_statistics_apart(tmpdir):
+    prefix = str(tmpdir.join("net"))
+    net = _gluon_net(True)
+    net(mx.nd.array(_data(12, 1)[0][0]))
+    net.export(prefix)
+    mxcompat.freeze("net_batchnorm1_running_var")
+    imported = gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"],
+                                         prefix + "-0000.params")
+    nested = gluon.nn.HybridSequential()
+    nested.add(imported)
+    expected = ("net_batchnorm0_running_mean", "net_batchnorm0_running_var",
+                "net_batchnorm1_running_mean", "net_batchnorm1_running_var")
+    for report in (mxcompat.frozen_report(imported), mxcompat.frozen_report(nested)):
+        assert report.statistics == expected
+        assert report.frozen_statistics == ("net_batchnorm1_running_var",)
+        assert report.frozen == ()
+        assert len(report.trainable) == 10
+    # Built while the patch was off, found from the block it is given.
+    mxcompat.unpatch("frozen_statistics")
+    try:
+        late = gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"],
+                                         prefix + "-0000.params")
+        assert mxcompat.frozen_report(late).statistics == expected
+    finally:
+        mxcompat.patch("frozen_statistics")
+
+
 def test_patch_is_registered_and_reversible():
     import mxnet.executor as executor_py
     targets = [(executor_py.Executor, "backward"), (mx.nd.NDArray, "backward"),
                (mx.autograd, "backward"), (mx.autograd, "grad"),
-               (gluon.Parameter, "__init__")]
+               (gluon.Parameter, "__init__"), (gluon.SymbolBlock, "__init__")]
     assert "frozen_statistics" in mxcompat.patched()
     assert all(hasattr(vars(o)[a], "_self_mxcompat_patch") for o, a in targets)
     mxcompat.unpatch("frozen_statistics")

@@ -127,12 +127,15 @@ def _module_entries(module):
     return params, stats
 
 
-def _param_entries(params):
+def _param_entries(params, blocks=()):
     """``(parameter entries, statistic entries)`` of Gluon Parameters: a statistic is one
-    that is not differentiable (BatchNorm's running mean/variance)."""
+    that is not differentiable (BatchNorm's running mean/variance) or an auxiliary state of a
+    SymbolBlock's graph (``frozen_statistics.symbol_block_statistics``)."""
+    from .. import frozen_statistics
+    auxiliary = frozen_statistics.symbol_block_statistics(blocks)
     entries, stats = [], []
     for p in params:
-        if not p._differentiable:
+        if not p._differentiable or id(p) in auxiliary:
             stats.append((p.name, tuple(p.shape or ()), _dtype_name(p.dtype),
                           _statistic_frozen(p.name)))
         else:
@@ -152,7 +155,7 @@ def frozen_report(obj):
     if isinstance(obj, mx.module.BaseModule):
         return FrozenReport(*_module_entries(obj))
     if isinstance(obj, mx.gluon.Block):
-        return FrozenReport(*_param_entries(obj.collect_params().values()))
+        return FrozenReport(*_param_entries(obj.collect_params().values(), [obj]))
     if isinstance(obj, mx.gluon.Trainer):
         return FrozenReport(*_param_entries(obj._params))
     if isinstance(obj, (mx.gluon.ParameterDict, dict)):
