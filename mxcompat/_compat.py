@@ -63,6 +63,13 @@ BATCHNORM_STATS_MOVE_IN_BACKWARD = (1, 3)
 # item: quadratic, e.g. SymbolBlock.__init__ walks get_internals() so; wrong for duplicate
 # output names, which 1.3/1.4's SymbolBlock then rejects).
 SYMBOL_ITER_BY_INDEX = (1, 5)
+# NDArray.shape reads MXNDArrayGetShapeEx (int dims, ndim -1 for an unknown shape) from 1.5;
+# before, MXNDArrayGetShape (mx_uint dims).  convert/array_facts.py calls the same one.
+NDARRAY_SHAPE_EX = (1, 5)
+# Builds with 64-bit tensor sizes (runtime feature INT64_TENSOR_SIZE) read and make shapes
+# with the *64 C calls from 1.6 (int64_tensor_size() below); before 1.6 the Python side never
+# did, and the pip wheels of every release are built without it.
+INT64_TENSOR_SIZE_CALLS = (1, 6)
 # An integer division by 0 inside MXNet's CPU kernels kills the process with SIGFPE on every
 # release (measured alike on 1.3.1 ... 1.9.1; none raises instead): these operators on
 # integer NDArrays.  `x / s` and `x /= s` call _div_scalar, which converts the scalar to the
@@ -205,6 +212,12 @@ def has_mkldnn():
         return "MKLDNN" in features
     # Before mxnet.runtime: MKLDNN builds register their subgraph operators.
     return hasattr(sys.modules["mxnet"].sym._internal, "_sg_mkldnn_conv")
+
+
+@functools.lru_cache(maxsize=None)
+def int64_tensor_size():
+    """Whether the imported mxnet's NDArray shapes go through the 64-bit C calls."""
+    return since(INT64_TENSOR_SIZE_CALLS) and "INT64_TENSOR_SIZE" in build_features()
 
 
 def onednn_enabled():

@@ -768,3 +768,46 @@ def test_symbol_iteration_swaps_overlapping_out_of_order_restore_mxnets_own():
     assert vars(mx.sym.Symbol)["__iter__"] is not own   # the second is still building
     second.__exit__(None, None, None)
     assert vars(mx.sym.Symbol)["__iter__"] is own
+
+
+# --- array facts: MXNet's C API read directly, the same answers as MXNet's properties ------------
+
+def _fact_arrays():
+    dtypes = ["float32", "float64", "float16", "uint8", "int32", "int8", "int64"]
+    shapes = [(3,), (2, 3, 4), (1, 1, 1, 1), (5, 1)]
+    contexts = [mx.cpu(0), mx.cpu(3)]
+    return [mx.nd.ones(s, ctx=c, dtype=d) for d in dtypes for s in shapes for c in contexts]
+
+
+def test_array_facts_match_mxnets_own_properties():
+    from mxcompat import _compat
+    from mxcompat.convert import array_facts
+    # The pip wheels of every release are built with 32-bit shapes: the direct reader runs.
+    assert _compat.int64_tensor_size() is False
+    direct, own = array_facts.reader(), array_facts._Properties()
+    assert type(direct) is array_facts._Direct
+    arrays = _fact_arrays()
+    for a in arrays:
+        facts = direct.facts(a)
+        assert facts == own.facts(a) == (a.shape, a.dtype, a.context)
+        assert type(facts[1]) is type(a.dtype) and isinstance(facts[2], mx.Context)
+    assert direct.contexts(arrays) == own.contexts(arrays)
+    # One Context object per device, as a bound module's contexts are one list.
+    assert direct.facts(arrays[0])[2] is direct.facts(arrays[2])[2]
+
+
+@pytest.mark.parametrize("reader", ["_Direct", "_Properties"])
+def test_unallocated_gradients_take_the_shape_dtype_and_context_asked(reader):
+    from mxcompat.convert import array_facts
+    made = getattr(array_facts, reader)()
+    for a in _fact_arrays():
+        shape, dtype, ctx = made.facts(a)
+        grad = made.unallocated(shape, dtype, ctx)
+        assert type(grad) is mx.nd.NDArray
+        assert (grad.shape, grad.dtype, grad.context) == (a.shape, a.dtype, a.context)
+        grad[:] = 2
+        assert np.array_equal(grad.asnumpy(), np.full(a.shape, 2, dtype=a.dtype))
+    # A dtype given as a name, as MXNet's own allocation takes it.
+    grad = made.unallocated((2, 2), "float16", mx.cpu())
+    assert grad.dtype == np.float16
+

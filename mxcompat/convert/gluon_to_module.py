@@ -5,7 +5,7 @@ optionally with a loss head so that it can ``fit``.
 from .. import _compat
 from ._common import _as_contexts, _fail, _mx, _names
 from .graph import _add_loss, _block_graph, _block_params
-from .params import _grads_fit, _install, _mark, _reset_trainer_kvstore
+from .params import _grads_fit, _Placement, _reset_trainer_kvstore
 
 
 def _shape_names(shapes):
@@ -141,12 +141,12 @@ def _bind(mod, out, params, graph_args, graph_auxs, data_shapes, label_shapes, c
                 by_ctx.get(ctx, param._data[0]).copyto(target)
             store[name] = targets
     if not copy:
-        marks = []
+        placement = _Placement()
         for name, targets in list(args.items()) + list(auxs.items()):
             param = params[name]
-            _install(param, targets, contexts, _grads_fit(param, targets), marks)
+            placement.install(param, targets, contexts, _grads_fit(param, targets))
             _reset_trainer_kvstore(param)
-        _mark(marks)
+        placement.finish()
     if len(contexts) == 1:
         mod._arg_params = {n: a[0] for n, a in args.items()}
         mod._aux_params = {n: a[0] for n, a in auxs.items()}

@@ -6,7 +6,7 @@ from ..fixed_param_names import own_fixed_names
 from ._common import _as_contexts, _fail, _mx, _names
 from .graph import (_block_graph, _block_params, _consumers, _module_inference_graph,
                     _module_inputs, _symbols_iterate_by_index)
-from .params import _grads_fit, _install, _mark, _reset_trainer_kvstore
+from .params import _grads_fit, _Placement, _reset_trainer_kvstore
 
 
 def _module_arrays(module, where):
@@ -105,37 +105,50 @@ def _symbol_block(module, args, auxs, values, where):
     mx = _mx()
     inputs = _module_inputs(module)
     symbol, arguments = _module_inference_graph(module, inputs, args)
-    arg_names = [n for n in arguments if n not in inputs]
-    aux_names = symbol.list_auxiliary_states()
+    dtypes = {}
+    if module.binded:
+        dtypes = {d.name: d.dtype for d in module._data_shapes}
+    first = next((n for n in arguments if n not in inputs and n in args), None)
+    default = args[first][0].dtype if first is not None else "float32"
+    # Typed inputs: SymbolBlock infers its parameters' dtypes from them, without a warning.
+    input_vars = [mx.sym.var(n, dtype=dtypes.get(n, default)) for n in inputs]
+    if values.copy:
+        # Copies first: MXNet's engine makes them on its own threads while the block is
+        # built.  Shared arrays need no names beforehand: the block's parameters give them.
+        arg_names = [n for n in arguments if n not in inputs]
+        aux_names = symbol.list_auxiliary_states()
+        _check_present(arg_names, aux_names, args, auxs, where)
+        placed = {name: values.get(source[name])
+                  for names, source in ((arg_names, args), (aux_names, auxs)) for name in names}
+    with _symbols_iterate_by_index():
+        net = mx.gluon.SymbolBlock(symbol, input_vars)
+    # Its own ParameterDict holds them all (collect_params would walk the block's attributes),
+    # arguments (not inputs) then auxiliary states.
+    params = net.params
+    if not values.copy:
+        # A name is an argument or an auxiliary state of the symbol, never both.
+        _check_present([n for n in params.keys() if n not in auxs], (), args, auxs, where)
+        placed = {name: values.get(args[name] if name in args else auxs[name])
+                  for name in params.keys()}
+    # The module's own fixed names: the registry's are not the Gluon net's grad_req.
+    fixed = set(own_fixed_names(module) or ())
+    placement = _Placement()
+    for name, param in params.items():
+        arrays, contexts = placed[name]
+        if name in fixed:
+            param.grad_req = "null"
+        placement.install(param, arrays, contexts)
+    placement.finish()
+    return net
+
+
+def _check_present(arg_names, aux_names, args, auxs, where):
     missing = [n for n in arg_names if n not in args] + [n for n in aux_names if n not in auxs]
     if missing:
         raise _fail(where, "the module's symbol needs %s, which %s neither data nor "
                            "parameters of the module (labels of a loss mxcompat cannot replace "
                            "at inference, or parameters the module lacks)"
                     % (_names(missing), "is" if len(missing) == 1 else "are"))
-    dtypes = {}
-    if module.binded:
-        dtypes = {d.name: d.dtype for d in module._data_shapes}
-    default = args[arg_names[0]][0].dtype if arg_names else "float32"
-    # Typed inputs: SymbolBlock infers its parameters' dtypes from them, without a warning.
-    input_vars = [mx.sym.var(n, dtype=dtypes.get(n, default)) for n in inputs]
-    # Copies first: MXNet's engine makes them on its own threads while the block is built.
-    placed = [(name, values.get(source[name]))
-              for names, source in ((arg_names, args), (aux_names, auxs)) for name in names]
-    with _symbols_iterate_by_index():
-        net = mx.gluon.SymbolBlock(symbol, input_vars)
-    # Its own ParameterDict holds them all (collect_params would walk the block's attributes).
-    params = net.params
-    # The module's own fixed names: the registry's are not the Gluon net's grad_req.
-    fixed = set(own_fixed_names(module) or ())
-    marks = []
-    for name, (arrays, contexts) in placed:
-        param = params[name]
-        if name in fixed:
-            param.grad_req = "null"
-        _install(param, arrays, contexts, marks=marks)
-    _mark(marks)
-    return net
 
 
 def _load_into(block, module, args, auxs, values, where):
@@ -184,7 +197,7 @@ def _load_into(block, module, args, auxs, values, where):
         raise _fail(where, "the module does not match the block (nothing was loaded):\n  "
                     + "\n  ".join(problems))
 
-    marks = []
+    placement = _Placement()
     for param, arrays in pairs:
         if values.copy and param._data is not None:
             param.set_data(arrays[0])      # in place, on the block's own contexts
@@ -193,12 +206,12 @@ def _load_into(block, module, args, auxs, values, where):
             if param._deferred_init:       # initialize(ctx=...) said where
                 targets = list(param._deferred_init[1])
             new, contexts = _Values(True, values.source_contexts, targets).get(arrays)
-            _install(param, new, contexts, marks=marks)
+            placement.install(param, new, contexts)
         else:
             grads = _grads_fit(param, arrays) if param._data is not None else None
-            _install(param, arrays, values.source_contexts, grads, marks=marks)
+            placement.install(param, arrays, values.source_contexts, grads)
             _reset_trainer_kvstore(param)
-    _mark(marks)
+    placement.finish()
     return block
 
 

@@ -7,6 +7,7 @@ MXNet 1.3.1 ... 1.9.1) with arrays already where they belong.
 import functools
 
 from .. import _compat
+from . import array_facts
 from ._common import _mx
 
 
@@ -36,70 +37,58 @@ class _Placed(object):
         return next(self._arrays)
 
 
-def _install(param, arrays, contexts=None, grads=None, marks=None):
-    """Make ``arrays`` (one per context) the data of ``param`` through Gluon's own
-    ``_init_impl``, without copying.  Gradient buffers are reused when given, else allocated
-    (see above); with ``marks`` (a list) their autograd marking is collected for one
-    ``_mark`` call."""
-    # _init_impl makes its own list of ctx_list.
-    ctx_list = contexts if contexts is not None else [a.context for a in arrays]
-    first = arrays[0]
-    shape, dtype = tuple(first.shape), first.dtype
-    param._shape = shape
-    _set_dtype(param, dtype)
-    req = param.grad_req
-    # Gluon's own gradients (zeros) where they are needed: 'add' accumulates into them, and a
-    # sparse gradient needs its stype.  Else mxcompat's (reused, or allocated unfilled).
-    own_grads = req != "null" and (grads is not None or (
-        req == "write" and getattr(param, "_grad_stype", "default") == "default"))
-    # _init_impl ends with _init_grad, which for grad_req 'null' only clears the gradients:
-    # with mxcompat's own to come, the private field says 'null' for the call (the grad_req
-    # property's setter would detach the data or allocate).
-    if own_grads:
-        param._grad_req = "null"
-    try:
-        param._init_impl(_Placed(arrays), ctx_list)
-    finally:
+class _Placement(object):
+    """One conversion's arrays placed into Parameters: ``install`` each, then ``finish``
+    marks every gradient for autograd in one ``autograd.mark_variables`` call."""
+
+    def __init__(self):
+        self._facts = array_facts.reader()
+        self._marks = []
+
+    def install(self, param, arrays, contexts=None, grads=None):
+        """Make ``arrays`` (one per context) the data of ``param`` through Gluon's own
+        ``_init_impl``, without copying.  Gradient buffers are reused when given, else
+        allocated unfilled (``array_facts``)."""
+        facts = self._facts
+        shape, dtype, first_ctx = facts.facts(arrays[0])
+        if contexts is None:
+            contexts = [first_ctx] if len(arrays) == 1 else facts.contexts(arrays)
+        param._shape = shape
+        _set_dtype(param, dtype)
+        req = param.grad_req
+        # Gluon's own gradients (zeros) where they are needed: 'add' accumulates into them,
+        # and a sparse gradient needs its stype.  Else mxcompat's (reused, or unfilled).
+        own_grads = req != "null" and (grads is not None or (
+            req == "write" and getattr(param, "_grad_stype", "default") == "default"))
+        # _init_impl ends with _init_grad, which for grad_req 'null' only clears the
+        # gradients: with mxcompat's own to come, the private field says 'null' for the call
+        # (the grad_req property's setter would detach the data or allocate).
         if own_grads:
-            param._grad_req = req
-    param._deferred_init = ()
-    if not own_grads:
-        return
-    if grads is None:
-        grads = [_unallocated(shape, c, dtype) for c in ctx_list]
-    param._grad = list(grads)
-    if marks is None:
-        _mark([(param._data, param._grad, req)])
-    else:
-        marks.append((param._data, param._grad, req))
+            param._grad_req = "null"
+        try:
+            param._init_impl(_Placed(arrays), contexts)   # it makes its own list of them
+        finally:
+            if own_grads:
+                param._grad_req = req
+        param._deferred_init = ()
+        if not own_grads:
+            return
+        if grads is None:
+            grads = [facts.unallocated(shape, dtype, c) for c in contexts]
+        param._grad = list(grads)
+        self._marks.append((param._data, param._grad, req))
 
-
-def _unallocated(shape, ctx, dtype):
-    """An NDArray whose memory MXNet allocates at its first use (``delay_alloc``, as the
-    executors' own arrays): a gradient buffer of a model that only predicts costs neither
-    time nor memory.  ``_new_alloc_handle(shape, ctx, delay_alloc, dtype)`` is the same in
-    1.3.1 ... 1.9.1."""
-    ndarray, new_alloc_handle = _allocation()
-    return ndarray(new_alloc_handle(shape, ctx, True, dtype))
-
-
-@functools.lru_cache(maxsize=None)   # looked up once: _unallocated runs per gradient
-def _allocation():
-    mx = _mx()
-    return mx.nd.NDArray, mx.nd.ndarray._new_alloc_handle
-
-
-def _mark(marks):
-    """One ``autograd.mark_variables`` call for every (arrays, grads, grad_req) collected."""
-    if not marks:
-        return
-    mx = _mx()
-    variables, gradients, reqs = [], [], []
-    for arrays, grads, req in marks:
-        variables.extend(arrays)
-        gradients.extend(grads)
-        reqs.extend([req] * len(arrays))
-    mx.autograd.mark_variables(variables, gradients, reqs)
+    def finish(self):
+        """One ``autograd.mark_variables`` call for every gradient installed."""
+        if not self._marks:
+            return
+        variables, gradients, reqs = [], [], []
+        for arrays, grads, req in self._marks:
+            variables.extend(arrays)
+            gradients.extend(grads)
+            reqs.extend([req] * len(arrays))
+        self._marks = []
+        _mx().autograd.mark_variables(variables, gradients, reqs)
 
 
 def _reset_trainer_kvstore(param):
