@@ -53,7 +53,8 @@ class _State(object):
         self.reset()
 
     def reset(self):
-        self.generation = 0       # bumped when a Parameter or SymbolBlock is built: keys the Gluon cache
+        # Bumped when a Parameter or a SymbolBlock is built: keys the Gluon cache.
+        self.generation = 0
         # ((registry version, generation), weak refs to the frozen Gluon statistics then),
         # one tuple so a reader never pairs a key with another key's statistics.
         self.gluon = (None, ())

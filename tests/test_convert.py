@@ -810,4 +810,3 @@ def test_unallocated_gradients_take_the_shape_dtype_and_context_asked(reader):
     # A dtype given as a name, as MXNet's own allocation takes it.
     grad = made.unallocated((2, 2), "float16", mx.cpu())
     assert grad.dtype == np.float16
-

@@ -7,6 +7,7 @@ from . import registry
 
 # --- the report -------------------------------------------------------------------------------
 
+
 class FrozenReport(object):
     """Frozen and trainable parameters of a Module or a Gluon Block.
 
@@ -162,4 +163,3 @@ def frozen_report(obj):
         return FrozenReport(*_param_entries(obj.values()))
     raise TypeError("mxcompat.frozen_report: expected a Module or a Gluon Block (or a Trainer "
                     "or ParameterDict), not %s" % type(obj).__name__)
-
