@@ -23,15 +23,15 @@ channel); the copy is waited for before the backward starts, because MXNet up to
 order a read of the statistics before the backward that writes them
 (``_compat.GLUON_AUX_WRITES_ORDERED``).
 
-Gluon parameters are known from their construction (``Parameter.__init__``, kept weakly), so a
-parameter created while this patch was off is not held.  A statistic is a parameter built
-``differentiable=False`` (``nn.BatchNorm``'s) or an auxiliary state of a ``SymbolBlock``'s graph
-(``SymbolBlock.imports``, ``to_gluon``): SymbolBlock builds those ``grad_req='null'`` but
-differentiable, like a weight the user fixed, so its blocks are known from their construction
-too.  A statistic whose deferred
+A Gluon statistic is a Parameter built ``differentiable=False`` (``nn.BatchNorm``'s) or an
+auxiliary state of a ``SymbolBlock``'s graph (``SymbolBlock.imports``, ``to_gluon``), which
+SymbolBlock builds ``grad_req='null'`` but differentiable, like a weight the user fixed.  Both
+are known from their construction (``Parameter.__init__``, ``SymbolBlock.__init__``, kept
+weakly), so one built while this patch was off is not held.  A statistic whose deferred
 initialisation has not happened yet (before the first forward) has nothing to hold.
 Patch name ``frozen_statistics``.
 """
+import functools
 import threading
 import weakref
 
@@ -48,12 +48,12 @@ class _State(object):
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.params = weakref.WeakSet()  # every Gluon Parameter built while the patch is on
+        self.params = weakref.WeakSet()  # every statistic Parameter built while the patch is on
         self.symbol_blocks = weakref.WeakSet()   # every SymbolBlock built so
         self.reset()
 
     def reset(self):
-        # Bumped when a Parameter or a SymbolBlock is built: keys the Gluon cache.
+        # Bumped when a statistic Parameter or a SymbolBlock is built: keys the Gluon cache.
         self.generation = 0
         # ((registry version, generation), weak refs to the frozen Gluon statistics then),
         # one tuple so a reader never pairs a key with another key's statistics.
@@ -65,12 +65,21 @@ class _State(object):
 _state = _State()
 
 
-def _track_parameter(wrapped, instance, args, kwargs):
-    result = wrapped(*args, **kwargs)
-    with _state.lock:
-        _state.params.add(instance)
-        _state.generation += 1
-    return result
+def _tracking_parameters(original):
+    """``Parameter.__init__``, then a statistic (built ``differentiable=False``) is known.  A
+    plain function naming the original in ``__wrapped__``: Gluon builds one Parameter per
+    weight and statistic (a ResNet-50: 320), and a wrapt wrapper plus a weak reference to each
+    made building a ResNet-50 SymbolBlock 7-9% slower (measured on MXNet 1.9.1)."""
+    state = _state
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if not self._differentiable:
+            with state.lock:
+                state.params.add(self)
+                state.generation += 1
+    return __init__
 
 
 def _track_symbol_block(wrapped, instance, args, kwargs):
@@ -82,20 +91,21 @@ def _track_symbol_block(wrapped, instance, args, kwargs):
 
 
 def symbol_block_statistics(blocks=()):
-    """ids of the auxiliary-state Parameters of ``blocks`` (and the SymbolBlocks inside
-    them) and of every live SymbolBlock built while this patch was on."""
+    """The auxiliary-state Parameters of ``blocks`` (and of the SymbolBlocks inside them)
+    and of every live SymbolBlock built while this patch was on."""
     import mxnet as mx
     with _state.lock:
         found = list(_state.symbol_blocks)
     for block in blocks:
         block.apply(lambda b: found.append(b) if isinstance(b, mx.gluon.SymbolBlock) else None)
-    ids = set()
+    statistics = {}
     for block in found:
         graph = getattr(block, "_cached_graph", ())
         if graph:
             params = dict(block.params.items())
-            ids.update(id(params[n]) for n in graph[1].list_auxiliary_states() if n in params)
-    return ids
+            statistics.update((id(params[n]), params[n])
+                              for n in graph[1].list_auxiliary_states() if n in params)
+    return list(statistics.values())
 
 
 def _frozen_gluon_statistics(version):
@@ -105,15 +115,12 @@ def _frozen_gluon_statistics(version):
         return cached
     with _state.lock:
         params = list(_state.params)
-    names = tuple(p.name for p in params)
-    found = registry.matches(names)
-    mask = found[0] if found is not None else (False,) * len(params)
-    # Statistics: BatchNorm's running mean and variance (and any other state MXNet's ops
-    # write in place); weights are differentiable and the update path holds them.
+    known = set(map(id, params))
+    params.extend(p for p in symbol_block_statistics() if id(p) not in known)
+    found = registry.matches(tuple(p.name for p in params))
     # Weak: the cache must not keep a deleted net's parameters (and their arrays) alive.
-    auxiliary = symbol_block_statistics() if any(mask) else ()
-    held = tuple(weakref.ref(p) for p, m in zip(params, mask)
-                 if m and (not p._differentiable or id(p) in auxiliary))
+    held = () if found is None else tuple(weakref.ref(p) for p, m in zip(params, found[0])
+                                          if m)
     _state.gluon = (key, held)
     return held
 
@@ -175,7 +182,7 @@ register(Patch(
     PATCH, DOC,
     targets=[
         Target("mxnet.executor", "Executor.backward", _wrap_executor_backward),
-        Target("mxnet.gluon.parameter", "Parameter.__init__", _track_parameter),
+        Target("mxnet.gluon.parameter", "Parameter.__init__", proxy=_tracking_parameters),
         Target("mxnet.gluon.block", "SymbolBlock.__init__", _track_symbol_block),
         Target("mxnet.ndarray.ndarray", "NDArray.backward", _wrap_autograd_backward),
         Target("mxnet.autograd", "backward", _wrap_autograd_backward),

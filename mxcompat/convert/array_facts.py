@@ -72,8 +72,13 @@ class _Direct(object):
         # dtype -> MXNet's code, from MXNet's table (dtypes are what facts() returns).
         self._codes = {dtype: code for code, dtype in self._dtypes.items() if dtype is not None}
 
+    def _failed(self):
+        # Any non-zero return: MXNet's last error, raised as check_call raises it.
+        self._check(-1)
+
     def _context(self, handle):
-        self._check(self._get_context(handle, *self._device_refs))
+        if self._get_context(handle, *self._device_refs):
+            self._failed()
         key = (self._device_type.value, self._device_id.value)
         ctx = self._known.get(key)
         if ctx is None:
@@ -82,11 +87,12 @@ class _Direct(object):
 
     def facts(self, array):
         handle = array.handle
-        self._check(self._get_shape(handle, self._ndim_ref, self._dims_ref))
+        if (self._get_shape(handle, self._ndim_ref, self._dims_ref)
+                or self._get_dtype(handle, self._code_ref)):
+            self._failed()
         ndim = self._ndim.value
         # -1: unknown shape (1.5+); an array holding a parameter's values always has one.
         shape = tuple(self._dims[:ndim]) if ndim >= 0 else None
-        self._check(self._get_dtype(handle, self._code_ref))
         return shape, self._dtypes[self._code.value], self._context(handle)
 
     def contexts(self, arrays):
@@ -102,8 +108,9 @@ class _Direct(object):
         if dims is None:
             dims = self._shapes[shape] = (ctypes.c_uint * len(shape))(*shape)
         out = self._handle_type()
-        self._check(self._create(dims, len(shape), ctx.device_typeid, ctx.device_id, 1, code,
-                                 ctypes.byref(out)))
+        if self._create(dims, len(shape), ctx.device_typeid, ctx.device_id, 1, code,
+                        ctypes.byref(out)):
+            self._failed()
         return self._ndarray(out)
 
 

@@ -133,7 +133,7 @@ def _param_entries(params, blocks=()):
     that is not differentiable (BatchNorm's running mean/variance) or an auxiliary state of a
     SymbolBlock's graph (``frozen_statistics.symbol_block_statistics``)."""
     from .. import frozen_statistics
-    auxiliary = frozen_statistics.symbol_block_statistics(blocks)
+    auxiliary = set(map(id, frozen_statistics.symbol_block_statistics(blocks)))
     entries, stats = [], []
     for p in params:
         if not p._differentiable or id(p) in auxiliary:
