@@ -93,7 +93,13 @@ class _Direct(object):
         ndim = self._ndim.value
         # -1: unknown shape (1.5+); an array holding a parameter's values always has one.
         shape = tuple(self._dims[:ndim]) if ndim >= 0 else None
-        return shape, self._dtypes[self._code.value], self._context(handle)
+        if self._get_context(handle, *self._device_refs):
+            self._failed()
+        key = (self._device_type.value, self._device_id.value)
+        ctx = self._known.get(key)     # _context(), inlined: this runs per parameter
+        if ctx is None:
+            ctx = self._known[key] = self._context_class(self._devices[key[0]], key[1])
+        return shape, self._dtypes[self._code.value], ctx
 
     def contexts(self, arrays):
         return [self._context(a.handle) for a in arrays]

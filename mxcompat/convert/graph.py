@@ -182,17 +182,21 @@ def _module_inference_symbol(module, inputs, args):
 
 
 def _module_inference_graph(module, inputs, args):
-    """(the module's symbol with loss heads replaced, that symbol's ``list_arguments()``)."""
+    """(the module's symbol with loss heads replaced, that symbol's arguments that are not
+    ``inputs``, in its order)."""
     symbol = module.symbol
-    arguments = symbol.list_arguments()
     labels = set(module.label_names or ())
+    names = getattr(module, "_param_names", None)
+    if labels or names is None:
+        names = [n for n in symbol.list_arguments() if n not in inputs]
+    # Else Module.__init__ listed the symbol's arguments already: without labels, the ones
+    # that are not inputs are its _param_names, in order (saves a list_arguments()).
     # A loss head always reads a label variable: no such argument, nothing to replace.
-    for name in arguments:
-        if name not in inputs and (name not in args or name in labels
-                                   or name.endswith("label")):
+    for name in names:
+        if name not in args or name in labels or name.endswith("label"):
             symbol = _inference_symbol(symbol)
-            return symbol, symbol.list_arguments()
-    return symbol, arguments
+            return symbol, [n for n in symbol.list_arguments() if n not in inputs]
+    return symbol, list(names)
 
 
 def _add_loss(out, loss, label_name, where):

@@ -104,18 +104,17 @@ def to_gluon(module, block=None, copy=True, ctx=None):
 def _symbol_block(module, args, auxs, values, where):
     mx = _mx()
     inputs = _module_inputs(module)
-    symbol, arguments = _module_inference_graph(module, inputs, args)
+    symbol, arg_names = _module_inference_graph(module, inputs, args)
     dtypes = {}
     if module.binded:
         dtypes = {d.name: d.dtype for d in module._data_shapes}
-    first = next((n for n in arguments if n not in inputs and n in args), None)
+    first = next((n for n in arg_names if n in args), None)
     default = args[first][0].dtype if first is not None else "float32"
     # Typed inputs: SymbolBlock infers its parameters' dtypes from them, without a warning.
     input_vars = [mx.sym.var(n, dtype=dtypes.get(n, default)) for n in inputs]
     if values.copy:
         # Copies first: MXNet's engine makes them on its own threads while the block is
         # built.  Shared arrays need no names beforehand: the block's parameters give them.
-        arg_names = [n for n in arguments if n not in inputs]
         aux_names = symbol.list_auxiliary_states()
         _check_present(arg_names, aux_names, args, auxs, where)
         placed = {name: values.get(source[name])
@@ -157,8 +156,8 @@ def _load_into(block, module, args, auxs, values, where):
         raise _fail(where, "block must be a gluon HybridBlock (its graph gives the order of "
                            "its parameters), got %s" % type(block).__name__, TypeError)
     inputs = _module_inputs(module)
-    symbol, arguments = _module_inference_graph(module, inputs, args)
-    mod_args = [n for n in arguments if n in args and n not in inputs]
+    symbol, arg_names = _module_inference_graph(module, inputs, args)
+    mod_args = [n for n in arg_names if n in args]
     mod_auxs = [n for n in symbol.list_auxiliary_states() if n in auxs]
     call_names = ["data"] if len(inputs) == 1 else ["data%d" % i for i in range(len(inputs))]
     names, out = _block_graph(block, None if getattr(block, "_cached_graph", ()) else call_names,

@@ -4,22 +4,9 @@ Gluon has no public way to make existing NDArrays a Parameter's data (``set_data
 ``initialize`` allocates), so both directions go through ``Parameter._init_impl`` (the same in
 MXNet 1.3.1 ... 1.9.1) with arrays already where they belong.
 """
-import functools
-
 from .. import _compat
 from . import array_facts
 from ._common import _mx
-
-
-@functools.lru_cache(maxsize=None)   # asked once: _set_dtype runs for every parameter
-def _dtype_attribute():
-    return "_dtype" if _compat.since(_compat.PARAMETER_DTYPE_PROPERTY) else "dtype"
-
-
-def _set_dtype(param, dtype):
-    # From 1.5 Parameter.dtype is a property whose setter casts the data; before, a plain
-    # attribute.  Either way only the record is wanted here: the arrays already have it.
-    setattr(param, _dtype_attribute(), dtype)
 
 
 class _Placed(object):
@@ -44,6 +31,10 @@ class _Placement(object):
     def __init__(self):
         self._facts = array_facts.reader()
         self._marks = []
+        # From 1.5 Parameter.dtype is a property whose setter casts the data; before, a plain
+        # attribute.  Either way only the record is wanted here: the arrays already have it.
+        self._dtype_field = ("_dtype" if _compat.since(_compat.PARAMETER_DTYPE_PROPERTY)
+                             else "dtype")
 
     def install(self, param, arrays, contexts=None, grads=None):
         """Make ``arrays`` (one per context) the data of ``param`` through Gluon's own
@@ -54,7 +45,7 @@ class _Placement(object):
         if contexts is None:
             contexts = [first_ctx] if len(arrays) == 1 else facts.contexts(arrays)
         param._shape = shape
-        _set_dtype(param, dtype)
+        setattr(param, self._dtype_field, dtype)
         req = param.grad_req
         # Gluon's own gradients (zeros) where they are needed: 'add' accumulates into them,
         # and a sparse gradient needs its stype.  Else mxcompat's (reused, or unfilled).
@@ -73,9 +64,8 @@ class _Placement(object):
         param._deferred_init = ()
         if not own_grads:
             return
-        if grads is None:
-            grads = [facts.unallocated(shape, dtype, c) for c in contexts]
-        param._grad = list(grads)
+        param._grad = ([facts.unallocated(shape, dtype, c) for c in contexts] if grads is None
+                       else list(grads))
         self._marks.append((param._data, param._grad, req))
 
     def finish(self):
@@ -88,6 +78,8 @@ class _Placement(object):
             gradients.extend(grads)
             reqs.extend([req] * len(arrays))
         self._marks = []
+        if len(set(reqs)) == 1:     # one name for all: MXNet maps it once, not per array
+            reqs = reqs[0]
         _mx().autograd.mark_variables(variables, gradients, reqs)
 
 
