@@ -69,6 +69,34 @@ class Patch(object):
         return self.since is None or _compat.since(self.since, version)
 
 
+class SharedScope(object):
+    """``with scope:`` for a change that must hold while any thread is inside: the first to
+    enter calls ``install()``, which makes the change and returns how to undo it, and the
+    last to leave undoes it.  Counted under a lock: each thread saving and restoring what it
+    saw could leave the change in place for good when two overlap out of order."""
+
+    def __init__(self, install):
+        self._install = install
+        self._lock = threading.Lock()
+        self._users = 0
+        self._undo = None
+
+    def __enter__(self):
+        with self._lock:
+            if self._users == 0:
+                self._undo = self._install()
+            self._users += 1
+        return self
+
+    def __exit__(self, *exc_info):
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                undo, self._undo = self._undo, None
+                undo()
+        return False
+
+
 # Traps handled: how often each patch changed what MXNet would have done (a label dropped,
 # a SIGFPE turned into ZeroDivisionError...).  The pytest plugin lists them per test run.
 _handled = {}

@@ -31,6 +31,7 @@ import types
 import wrapt
 
 from . import _compat
+from ._patching import SharedScope
 from .convert._common import _names
 from .convert.graph import (_block_graph, _block_params, _inference_symbol,
                              _module_inference_symbol, _module_inputs)
@@ -69,9 +70,6 @@ def _import_onnxruntime():
 
 # --- the scope of an MXNet export ----------------------------------------------------------
 
-_lock = threading.Lock()
-_users = 0        # exports running (any thread)
-_undo = []        # how to take back what _install did, while _users > 0
 _thread = threading.local()   # .opsets: the opset of each export running on this thread
 
 
@@ -152,27 +150,30 @@ def _restorer(parent, attr, original, installed):
     return restore
 
 
+def _install_for_exports():
+    undos = _install(sys.modules["onnx"])
+
+    def undo():
+        for step in reversed(undos):
+            step()
+    return undo
+
+
+# What _install changes, in place while any export runs (any thread).
+_exports = SharedScope(_install_for_exports)
+
+
 @contextlib.contextmanager
 def _exporting(opset):
     """onnx as MXNet's exporter needs it (see the module docstring), for the duration."""
-    global _users, _undo
     onnx = _import_onnx()
-    with _lock:
-        if _users == 0:
-            _undo = _install(onnx)
-        _users += 1
-    opsets = _thread.__dict__.setdefault("opsets", [])
-    opsets.append(opset)
-    try:
-        yield onnx
-    finally:
-        opsets.pop()
-        with _lock:
-            _users -= 1
-            if _users == 0:
-                for undo in reversed(_undo):
-                    undo()
-                _undo = []
+    with _exports:
+        opsets = _thread.__dict__.setdefault("opsets", [])
+        opsets.append(opset)
+        try:
+            yield onnx
+        finally:
+            opsets.pop()
 
 
 # --- what each release's exporter is --------------------------------------------------------

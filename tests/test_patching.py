@@ -596,3 +596,85 @@ def test_a_wrapt_wrapper_over_an_added_attribute_keeps_it():
         del Module.to_gluon
         mxcompat.patch()
     assert vars(Module)["to_gluon"] is added
+
+
+# --- SharedScope: one change while any thread needs it --------------------------------------------
+
+def _counting_scope(fail_first=False):
+    from mxcompat._patching import SharedScope
+    log = []
+
+    def install():
+        if fail_first and not log:
+            log.append("failed")
+            raise RuntimeError("install failed")
+        log.append("install")
+        return lambda: log.append("undo")
+    return SharedScope(install), log
+
+
+def test_shared_scope_installs_on_first_entry_and_undoes_on_last_exit_out_of_order():
+    import threading
+    scope, log = _counting_scope()
+    first_in, second_in, first_may_leave = (threading.Event() for _ in range(3))
+
+    def first():
+        with scope:
+            first_in.set()
+            second_in.wait(10)
+            first_may_leave.wait(10)
+        # The second thread is still inside: nothing undone yet.
+        assert log == ["install"]
+
+    def second():
+        first_in.wait(10)
+        with scope:
+            second_in.set()
+            first_may_leave.set()
+            thread.join(10)          # the first leaves while this one is inside
+            assert log == ["install"]
+    thread = threading.Thread(target=first)
+    thread.start()
+    second()
+    assert not thread.is_alive()
+    assert log == ["install", "undo"]
+    with scope:                      # and again from scratch
+        with scope:
+            pass
+    assert log == ["install", "undo", "install", "undo"]
+
+
+def test_shared_scope_install_that_fails_counts_nobody_in():
+    scope, log = _counting_scope(fail_first=True)
+    with pytest.raises(RuntimeError, match="install failed"):
+        with scope:
+            pass
+    with scope:
+        pass
+    assert log == ["failed", "install", "undo"]
+
+
+def test_shared_scope_many_threads():
+    import threading
+    scope, log = _counting_scope()
+    barrier = threading.Barrier(8)
+
+    def run():
+        barrier.wait(10)
+        for _ in range(200):
+            with scope:
+                pass
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not any(t.is_alive() for t in threads)
+    # Every install was undone, in turn: never two in place at once.
+    half = len(log) // 2
+    assert log and log[::2] == ["install"] * half and log[1::2] == ["undo"] * half

@@ -7,9 +7,9 @@ import contextlib
 import functools
 import json
 import re
-import threading
 
 from .. import _compat
+from .._patching import SharedScope
 from ._common import _fail, _mx, _names
 
 # Loss heads that need a label, and what they compute at inference (Module.predict).
@@ -289,41 +289,31 @@ def _consumers(symbol):
 
 # --- building a SymbolBlock ---------------------------------------------------------------
 
-# Symbol.__iter__ as MXNet defines it while index iteration is installed, and how many
-# SymbolBlock builds are using it (both under _iter_lock).
-_iter_lock = threading.Lock()
-_iter_users = 0
-_iter_saved = None
+def _install_index_iteration():
+    symbol_class = _mx().sym.Symbol
+    saved = symbol_class.__dict__["__iter__"]
+    # Same items as by name wherever names are unique (and right where they are not), so a
+    # thread iterating meanwhile sees no difference.
+    symbol_class.__iter__ = _iterate_by_index
+
+    def undo():
+        symbol_class.__iter__ = saved
+    return undo
+
+
+_index_iteration = SharedScope(_install_index_iteration)
 
 
 @contextlib.contextmanager
 def _symbols_iterate_by_index():
     """Symbol iteration by index, as from 1.5, while a SymbolBlock is built: 1.3/1.4 iterate
     by name, and SymbolBlock.__init__ walks every internal node so (ResNet-50: ~120 ms).
-
-    Counted under a lock: with two threads converting at once, the first in installs the
-    index iteration and the last out puts MXNet's own back (each saving and restoring its own
-    view could leave the class with ours for good)."""
-    global _iter_users, _iter_saved
+    Two threads converting at once share the one change (``_patching.SharedScope``)."""
     if _compat.since(_compat.SYMBOL_ITER_BY_INDEX):
         yield
         return
-    symbol_class = _mx().sym.Symbol
-    with _iter_lock:
-        if _iter_users == 0:
-            _iter_saved = symbol_class.__dict__["__iter__"]
-            # Same items as by name wherever names are unique (and right where they are
-            # not), so a thread iterating meanwhile sees no difference.
-            symbol_class.__iter__ = _iterate_by_index
-        _iter_users += 1
-    try:
+    with _index_iteration:
         yield
-    finally:
-        with _iter_lock:
-            _iter_users -= 1
-            if _iter_users == 0:
-                symbol_class.__iter__ = _iter_saved
-                _iter_saved = None
 
 
 def _iterate_by_index(self):
