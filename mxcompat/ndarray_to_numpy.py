@@ -43,9 +43,12 @@ def _is_ndarray(value):
     return isinstance(value, NDArray)
 
 
-register(Patch(PATCH, "NumPy gets an NDArray's numbers (__array__), so np.asarray, "
-                      "np.array_equal and mx.test_utils.same work on every NumPy; "
-                      "x.astype(other_ndarray) on NumPy >= 2.3.", targets=[
-    Target("mxnet.ndarray.ndarray", "NDArray.__array__", new=__array__),
-    Target("mxnet.ndarray.ndarray", "NDArray.astype", _wrap_astype),
-]))
+register(Patch(
+    PATCH,
+    "NumPy gets an NDArray's numbers (__array__), so np.asarray, np.array_equal and "
+    "mx.test_utils.same work on every NumPy; x.astype(other_ndarray) on NumPy >= 2.3.",
+    targets=[
+        Target("mxnet.ndarray.ndarray", "NDArray.__array__", new=__array__),
+        Target("mxnet.ndarray.ndarray", "NDArray.astype", _wrap_astype),
+    ],
+))

@@ -502,5 +502,5 @@ class _NumPy2Patch(Patch):
 register(_NumPy2Patch(PATCH, "MXNet's Python layer on NumPy 2: NumPy 1 scalar reprs in operator "
                             "parameters (NEP 51), NumPy 1 promotion in metric sums (NEP 50), "
                             "tobytes for the removed ndarray.tostring, while_loop's "
-                            "max_iterations as a 1-element array (NumPy >= 2.4).", targets=_targets(),
-                      on_apply=_on_apply, on_remove=_on_remove))
+                            "max_iterations as a 1-element array (NumPy >= 2.4).",
+                      targets=_targets(), on_apply=_on_apply, on_remove=_on_remove))

@@ -389,8 +389,8 @@ def to_onnx(model, input_shapes=None, path=None, opset=None, verify=True, rtol=1
     ``opset``: default the newest this MXNet's exporter writes; others in its range.
     ``path``: also write the model there.  ``verify``: run the model in onnxruntime on a
     seeded random input and compare with MXNet's output (per output, ``|onnx - mxnet| <= atol
-    + rtol * max|mxnet|``); a disagreement raises ``AssertionError`` with the largest difference and the
-    first node whose output differs.  An operator the exporter cannot convert raises
+    + rtol * max|mxnet|``); a disagreement raises ``AssertionError`` with the largest difference
+    and the first node whose output differs.  An operator the exporter cannot convert raises
     ``NotImplementedError`` naming it (and every other one), before anything is converted.
     """
     _import_onnx("mxcompat.to_onnx")

@@ -6,6 +6,7 @@ from . import registry
 
 # --- Gluon Trainer ----------------------------------------------------------------------------
 
+
 class _FrozenView(object):
     """A Parameter as the Trainer's update loops see it while frozen: ``grad_req`` reads
     'null' (their skip), everything else is the parameter's.  Its position in
@@ -65,4 +66,3 @@ def wrap_trainer(check):
         finally:
             instance._params = params
     return wrapper
-
