@@ -179,7 +179,8 @@ def test_check_passes_and_json():
             by_name["unbound_get_params"]["detail"]) == (
         "ok", "the loaded parameters before bind; what to call first when there are none")
     assert (by_name["frozen_statistics"]["status"], by_name["frozen_statistics"]["detail"]) == (
-        "ok", "bn_moving_mean bit for bit, bn_moving_var moved (plain MXNet: both move)")
+        "ok", "bn_moving_mean bit for bit, bn_moving_var moved, Module and SymbolBlock "
+              "(plain MXNet: both move)")
     assert (by_name["fixed_param_names"]["status"], by_name["fixed_param_names"]["detail"]) == (
         "ok", "the module's own names and the registry's")
 
@@ -244,8 +245,8 @@ def test_check_int_division_and_get_params_fail_when_their_patches_are_off():
 def test_check_frozen_statistics_and_fixed_param_names_fail_when_their_patches_are_off():
     report, by_name = _check_with_patches_off("frozen_statistics,fixed_param_names")
     assert (by_name["frozen_statistics"]["status"], by_name["frozen_statistics"]["detail"]) == (
-        "failed", "AssertionError: moved {'bn_moving_mean': True, 'bn_moving_var': True}, "
-                  "expected only bn_moving_var")
+        "failed", "AssertionError: Module: moved {'bn_moving_mean': True, 'bn_moving_var': "
+                  "True}, expected only bn_moving_var")
     assert (by_name["fixed_param_names"]["status"], by_name["fixed_param_names"]["detail"]) == (
         "failed", "AssertionError: _fixed_param_names ['fc_bias'], expected ['fc_bias', "
                   "'fc_weight']")
