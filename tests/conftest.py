@@ -141,6 +141,24 @@ def run_python(code, env=None, timeout=180, cwd=None):
                           cwd=cwd)
 
 
+def run_threads(target, count, timeout):
+    """Run ``target`` in ``count`` threads at once, the interpreter switching between them
+    every microsecond (so their critical sections overlap on every run); the threads still
+    alive after ``timeout`` seconds each (hung) are returned."""
+    import threading
+    threads = [threading.Thread(target=target) for _ in range(count)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout)
+    finally:
+        sys.setswitchinterval(interval)
+    return [t for t in threads if t.is_alive()]
+
+
 @pytest.fixture
 def python():
     """``python(code)`` runs code in a fresh interpreter and fails the test on a non-zero exit."""

@@ -5,7 +5,6 @@ source.  MXNet's MKLDNN builds fuse ops differently in an executor and a CachedO
 kernels by CPU, so sums are taken in another order: ~2e-7 absolute with AVX-512 kernels, and
 up to 3 ulp of outputs near 5 (2.4e-6) with AVX2 kernels (DNNL_MAX_CPU_ISA=AVX2).
 """
-import sys
 
 import numpy as np
 import pytest
@@ -15,6 +14,8 @@ import mxcompat
 import mxnet as mx  # noqa: E402  (after mxcompat)
 from mxnet import autograd, gluon  # noqa: E402
 from mxnet.gluon import nn  # noqa: E402
+
+from conftest import run_threads  # noqa: E402
 
 ATOL = 1e-6
 RTOL = 1e-6
@@ -735,17 +736,7 @@ def test_threads_converting_at_once_leave_symbol_iteration_as_mxnet_has_it():
         except Exception as exc:  # pylint: disable=broad-except
             errors.append(exc)
 
-    threads = [threading.Thread(target=convert) for _ in range(8)]
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)   # switch threads often: overlapping conversions every run
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
-    finally:
-        sys.setswitchinterval(interval)
-    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert run_threads(convert, 8, 120) == [], "a thread hung"
     assert not errors, errors
     assert len(outs) == 40
     for out in outs:

@@ -72,7 +72,7 @@ def assert_each_once(active):
             assert stack == want, (t.path, stack, want)
 """
 
-from conftest import applicable_patches  # noqa: E402
+from conftest import applicable_patches, run_threads  # noqa: E402
 
 ALL = applicable_patches()
 
@@ -664,17 +664,7 @@ def test_shared_scope_many_threads():
         for _ in range(200):
             with scope:
                 pass
-    threads = [threading.Thread(target=run) for _ in range(8)]
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-    finally:
-        sys.setswitchinterval(interval)
-    assert not any(t.is_alive() for t in threads)
+    assert run_threads(run, 8, 60) == []
     # Every install was undone, in turn: never two in place at once.
     half = len(log) // 2
     assert log and log[::2] == ["install"] * half and log[1::2] == ["undo"] * half
