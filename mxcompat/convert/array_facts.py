@@ -13,7 +13,6 @@ tensor sizes (1.6+, ``INT64_TENSOR_SIZE``) take other shape types: there MXNet's
 properties are used (``_Properties``, the same answers, tested side by side).
 """
 import ctypes
-import functools
 
 from .. import _compat
 from ._common import _mx
@@ -93,13 +92,7 @@ class _Direct(object):
         ndim = self._ndim.value
         # -1: unknown shape (1.5+); an array holding a parameter's values always has one.
         shape = tuple(self._dims[:ndim]) if ndim >= 0 else None
-        if self._get_context(handle, *self._device_refs):
-            self._failed()
-        key = (self._device_type.value, self._device_id.value)
-        ctx = self._known.get(key)     # _context(), inlined: this runs per parameter
-        if ctx is None:
-            ctx = self._known[key] = self._context_class(self._devices[key[0]], key[1])
-        return shape, self._dtypes[self._code.value], ctx
+        return shape, self._dtypes[self._code.value], self._context(handle)
 
     def contexts(self, arrays):
         return [self._context(a.handle) for a in arrays]
@@ -122,9 +115,4 @@ class _Direct(object):
 
 def reader():
     """The reader for one conversion."""
-    return _Direct() if _direct_calls() else _Properties()
-
-
-@functools.lru_cache(maxsize=None)
-def _direct_calls():
-    return not _compat.int64_tensor_size()
+    return _Properties() if _compat.int64_tensor_size() else _Direct()
