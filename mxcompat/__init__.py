@@ -3,6 +3,8 @@
 Importing mxcompat never imports mxnet: the patches land when mxnet is imported (or at once
 if it already is).  ``MXCOMPAT_DISABLE=1`` turns every patch off,
 ``MXCOMPAT_DISABLE_PATCHES=labels,bare_names`` the named ones.
+
+PYTEST_DONT_REWRITE
 """
 # `import mxcompat` before `import mxnet` only puts _preimport's finder in sys.meta_path
 # (a few standard modules Python has loaded anyway).  The patch modules, wrapt (whose 2.x
@@ -13,6 +15,13 @@ import _thread
 import os as _os
 
 from . import _preimport
+
+# pytest marks the packages of its plugins for assertion rewriting and warns about one already
+# imported, which `mxcompat run -m pytest` always has done (an error under `filterwarnings =
+# error`: no test would run).  Its documented opt-out is the marker in the docstring above;
+# under -OO there is no docstring, so the marker stands alone.
+if __doc__ is None:
+    __doc__ = "PYTEST_DONT_REWRITE"
 
 __version__ = "0.1.0"
 
