@@ -16,7 +16,7 @@ README = os.path.join(ROOT, "README.md")
 # What tox adds for mxcompat's own tests: the test tools, uv (test_matrix), onnx and
 # onnxruntime (mxcompat's onnx extra, test_onnx_export).
 TEST_ONLY = {"pytest>=6", "looseversion>=1.3", "opencv-python-headless", "pip", "uv", "onnx",
-             "onnxruntime"}
+             "onnxruntime", "pytest-xdist", "libcst", "hypothesis"}
 # tox envs that are a combination plus one factor testing mxcompat itself (the wrapt floor).
 VARIANT_FACTORS = {"wrapt114": {"wrapt==1.14.1"}}
 NOT_COMBINATIONS = {"bench"}
