@@ -4,9 +4,10 @@ changing between stages, and over models built, frozen, trained, converted and d
 - 20 000 ``Module.update()`` steps and 20 000 ``Trainer.step()`` steps on a small net (an MLP
   with BatchNorm), the registry freezing its first layer and BatchNorm for 1 000 steps, then
   unfreezing them for 1 000, and so on: unpatched vs patched, one process per side
-  (probes/long_run_worker.py) so that each side's RSS is its own, run alternately 1 000 steps
-  at a time (A B B A ...; the idle one waits on its stdin).  Time per step: the median over
-  the chunks after the first two (warm-up); RSS growth: from the end of the warm-up to the end.
+  (probes/long_run_worker.py) so that each side's RSS is its own, run alternately 100 steps
+  at a time (A B B A ...; the idle one waits on its stdin), so a change in the machine's load
+  lands on both.  Time per step: the median over the blocks of 100 after the first two stages
+  (warm-up), wall and process CPU time; RSS growth: from the end of the warm-up to the end.
 - mxcompat's own allocations: ``tracemalloc`` traces allocated by lines in the mxcompat package,
   read after ``gc.collect()`` at the end of every unfrozen stage of the same runs (in this
   process, patched; not timed), and every 100 of 1 000 cycles of: build a Module and a Gluon
@@ -18,7 +19,7 @@ Time per step is also given for the unfrozen and the frozen stages apart: unfroz
 do the same work; frozen, the patched side skips the frozen updates and holds the BatchNorm
 statistics (a copy before each backward, written back after), which unpatched MXNet does not.
 
-``--quick``: 600 steps in chunks of 100, 20 cycles.
+``--quick``: 600 steps in stages of 100, blocks of 50, 20 cycles.
 """
 import gc
 import json
@@ -32,11 +33,11 @@ import weakref
 import mxcompat
 import mxnet as mx
 
-from ._harness import median
 
-FULL = {"steps": 20000, "chunk": 1000, "cycles": 1000, "read_every": 100}
-QUICK = {"steps": 600, "chunk": 100, "cycles": 20, "read_every": 5}
-WARMUP_CHUNKS = 2
+# chunk: the steps of one registry stage; block: the steps timed (and alternated) at a time.
+FULL = {"steps": 20000, "chunk": 1000, "block": 100, "cycles": 1000, "read_every": 100}
+QUICK = {"steps": 600, "chunk": 100, "block": 50, "cycles": 20, "read_every": 5}
+WARMUP_STAGES = 2
 
 _PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probes",
                       "long_run_worker.py")
@@ -119,20 +120,17 @@ def trainer_model():
 # --- time and RSS: two workers in lockstep --------------------------------------------------
 
 class _Worker(object):
-    def __init__(self, side, kind, steps):
+    def __init__(self, side, kind, config):
         env = dict(os.environ, MXNET_SUBGRAPH_VERBOSE="0")
         self.proc = subprocess.Popen(
-            [sys.executable, _PROBE, _ROOT, side, kind, str(steps)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True,
-            env=env)
-        self._expect("ready")
-
-    def _expect(self, text):
+            [sys.executable, _PROBE, _ROOT, side, kind, str(config["block"]),
+             str(config["chunk"])], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, universal_newlines=True, env=env)
         line = self.proc.stdout.readline().strip()
-        if line != text:
-            raise RuntimeError("long_run_worker: expected %r, got %r" % (text, line))
+        if line != "ready":
+            raise RuntimeError("long_run_worker: expected 'ready', got %r" % line)
 
-    def chunk(self, index):
+    def block(self, index):
         self.proc.stdin.write("%d\n" % index)
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
@@ -146,16 +144,15 @@ class _Worker(object):
 
 
 def _lockstep(kind, config):
-    chunks = config["steps"] // config["chunk"]
     workers = {}
     try:
         for side in ("unpatched", "patched"):
-            workers[side] = _Worker(side, kind, config["chunk"])
+            workers[side] = _Worker(side, kind, config)
         results = {side: [] for side in workers}
-        for index in range(chunks):
+        for index in range(config["steps"] // config["block"]):
             order = ("unpatched", "patched") if index % 2 == 0 else ("patched", "unpatched")
             for side in order:
-                results[side].append(workers[side].chunk(index))
+                results[side].append(workers[side].block(index))
     finally:
         for worker in workers.values():
             worker.close()
@@ -164,34 +161,35 @@ def _lockstep(kind, config):
 
 def _time_and_rss(table, kind, what, config):
     results = _lockstep(kind, config)
-    steps = config["chunk"]
-    label = "%d %s, registry changing every %d" % (config["steps"], what, steps)
+    block, warmup = config["block"], WARMUP_STAGES * config["chunk"]
+    label = "%d %s, registry changing every %d" % (config["steps"], what, config["chunk"])
 
-    def per_step(side, stages=(0, 1)):
-        return [r["seconds"] / steps for r in results[side][WARMUP_CHUNKS:]
-                if r["chunk"] % 2 in stages]
+    def per_step(side, clock="seconds", frozen=(True, False)):
+        return [r[clock] / block for r in results[side]
+                if r["first"] >= warmup and r["frozen"] in frozen]
 
-    def cpu(side):
-        return median([r["cpu"] for r in results[side][WARMUP_CHUNKS:]])
+    def pair(title, clock="seconds", frozen=(True, False), names=("unpatched", "patched"),
+             target="<= 1.01x"):
+        return table.add(title, names[0], per_step("unpatched", clock, frozen), names[1],
+                         per_step("patched", clock, frozen), target)
 
-    row = table.add("Long run: %s, time per step" % label, "unpatched",
-                    per_step("unpatched"), "patched", per_step("patched"), "<= 1.01x")
-    row["cpu_ratio"] = cpu("patched") / cpu("unpatched")
-    table.add("  the same, unfrozen stages only", "unpatched", per_step("unpatched", (1,)),
-              "patched", per_step("patched", (1,)), "<= 1.01x")
-    table.add("  the same, frozen stages only", "unpatched (trains all)",
-              per_step("unpatched", (0,)), "patched (frozen held)", per_step("patched", (0,)))
-    growth = {side: [rows[-1]["rss_mb"] - rows[WARMUP_CHUNKS - 1]["rss_mb"]]
+    pair("Long run: %s, time per step" % label)
+    pair("  the same, process CPU time", "cpu")
+    pair("  the same, unfrozen stages only", frozen=(False,))
+    pair("  the same, unfrozen stages only, CPU", "cpu", (False,))
+    pair("  the same, frozen stages only", frozen=(True,),
+         names=("unpatched (trains all)", "patched (frozen held)"), target=None)
+    end_of_warmup = {side: [r for r in rows if r["first"] < warmup][-1]["rss_mb"]
+                     for side, rows in results.items()}
+    growth = {side: [rows[-1]["rss_mb"] - end_of_warmup[side]]
               for side, rows in results.items()}
     row = table.add("Long run: %s, RSS growth after warm-up" % label, "unpatched",
                     growth["unpatched"], "patched", growth["patched"], "within 1 MB",
                     unit="MB")
+    row["rss_after_warmup_mb"] = end_of_warmup
     row["rss_mb"] = {side: [r["rss_mb"] for r in rows] for side, rows in results.items()}
-    print("    CPU time per step (all chunks), patched/unpatched: %.3fx; RSS after warm-up: "
-          "unpatched %.1f MB, patched %.1f MB" % (
-              cpu("patched") / cpu("unpatched"),
-              results["unpatched"][WARMUP_CHUNKS - 1]["rss_mb"],
-              results["patched"][WARMUP_CHUNKS - 1]["rss_mb"]), flush=True)
+    print("    RSS after warm-up: unpatched %.1f MB, patched %.1f MB" % (
+        end_of_warmup["unpatched"], end_of_warmup["patched"]), flush=True)
 
 
 # --- mxcompat's own allocations -------------------------------------------------------------

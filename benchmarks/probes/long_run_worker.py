@@ -1,14 +1,15 @@
 """One side of the ``longrun`` section's training runs (benchmarks/long_run.py), in a process
 of its own so that its RSS is its side's alone.
 
-    python long_run_worker.py ROOT SIDE KIND STEPS
+    python long_run_worker.py ROOT SIDE KIND BLOCK STAGE
 
 SIDE ``patched`` or ``unpatched`` (``mxcompat.unpatch()``), KIND ``module`` (forward_backward +
 ``Module.update()`` + waitall) or ``trainer`` (autograd forward/backward + ``Trainer.step()``
-+ waitall).  Builds the model, prints ``ready``, then for each line ``CHUNK`` read from stdin
-sets the registry for that chunk (even: the pattern frozen, odd: unfrozen) and runs STEPS
-steps, and prints one JSON line: the chunk's wall and CPU seconds and the RSS after it.  The
-parent alternates two such processes chunk by chunk; the one not running waits on its stdin.
++ waitall).  Builds the model, prints ``ready``, then for each number N read from stdin runs
+block N: BLOCK steps, from step N * BLOCK on; a block that starts a stage of STAGE steps sets
+the registry first (even stages: the patterns frozen, odd: unfrozen).  Prints one JSON line
+per block: its wall and CPU seconds and the RSS after it.  The parent alternates two such
+processes block by block; the one not running waits on its stdin.
 """
 import json
 import os
@@ -25,7 +26,7 @@ def rss_mb():
     return float("nan")
 
 
-def main(root, side, kind, steps):
+def main(root, side, kind, block, stage):
     warnings.simplefilter("ignore")
     os.environ["MXNET_SUBGRAPH_VERBOSE"] = "0"
     sys.path.insert(0, root)
@@ -39,18 +40,19 @@ def main(root, side, kind, steps):
     mx.nd.waitall()
     print("ready", flush=True)
     for line in sys.stdin:
-        chunk = int(line)
-        if chunk % 2 == 0:
-            mxcompat.freeze(*patterns)
-        else:
-            mxcompat.unfreeze(*patterns)
+        first = int(line) * block
+        if first % stage == 0:
+            if (first // stage) % 2 == 0:
+                mxcompat.freeze(*patterns)
+            else:
+                mxcompat.unfreeze(*patterns)
         wall, cpu = time.perf_counter(), time.process_time()
-        for _ in range(steps):
+        for _ in range(block):
             step()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        print(json.dumps({"chunk": chunk, "seconds": wall, "cpu": cpu, "rss_mb": rss_mb()}),
-              flush=True)
+        print(json.dumps({"first": first, "frozen": (first // stage) % 2 == 0, "seconds": wall,
+                          "cpu": cpu, "rss_mb": rss_mb()}), flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
