@@ -4,10 +4,12 @@ models built and dropped, and dropped models are collected, frozen or not.
 Bounded versions of ``python -m benchmarks --only longrun`` (a few hundred steps).  mxcompat's
 footprint is what ``tracemalloc`` traces to lines in the mxcompat package (the frame that
 allocated), read after ``gc.collect()`` every ten steps with the registry in the same state.
-A read can be off by a block or two: an object mxcompat makes may reuse a block another file
+A read can be off by a few blocks: an object mxcompat makes may reuse a block another file
 allocated (CPython's free lists; tracemalloc keeps the block's first owner), or the other way
-round.  Anything that grows moves every later read, so the median of the ten reads in the
-last hundred steps must be no more than the median of the ten in the second hundred.
+round (seen: up to 336 bytes, one 2-tuple flipping between two reads).  So the median of the
+ten reads in the last hundred steps may exceed the median of the ten in the second hundred by
+``MARGIN`` bytes at most: less than one object (>= 32 bytes) kept per step, per registry
+change (60 between the windows) or per model (30 cycles between them) would add.
 """
 import gc
 import os
@@ -58,6 +60,9 @@ def _footprint():
     return sum(stat.size for stat in snapshot.statistics("filename")), snapshot
 
 
+MARGIN = 512
+
+
 def _median_read(reads, window):
     ordered = sorted((reads[i] for i in window), key=lambda read: read[0])
     return ordered[len(ordered) // 2]
@@ -67,8 +72,9 @@ def _assert_no_growth(reads, second, last, what):
     """``reads``: step (or cycle) -> ``_footprint()``."""
     (size_a, snap_a), (size_b, snap_b) = _median_read(reads, second), _median_read(reads, last)
     grown = [str(d) for d in snap_b.compare_to(snap_a, "lineno") if d.size_diff][:8]
-    assert size_b <= size_a, "%s: mxcompat's footprint grew, median %d -> %d bytes (reads %s)" \
-        ":\n%s" % (what, size_a, size_b, [reads[i][0] for i in sorted(reads)], "\n".join(grown))
+    assert size_b <= size_a + MARGIN, "%s: mxcompat's footprint grew, median %d -> %d bytes " \
+        "(reads %s):\n%s" % (what, size_a, size_b, [reads[i][0] for i in sorted(reads)],
+                             "\n".join(grown))
 
 
 # Where the footprint is read: every ten steps of the second hundred and of the last.
@@ -173,7 +179,7 @@ def test_trainer_step_footprint_flat_while_the_registry_changes(traced):
     assert held and all(held) and trained and not any(trained)
 
 
-CYCLES = 40
+CYCLES = 50
 CYCLE_SECOND, CYCLE_LAST = range(11, 21), range(CYCLES - 9, CYCLES + 1)
 
 
