@@ -73,6 +73,8 @@ class Table(object):
 
     @staticmethod
     def _fmt(seconds, unit):
+        if unit == "KB":
+            return "%.1f KB" % seconds
         if unit == "MB":
             return "%.2f MB" % seconds if abs(seconds) < 10 else "%.1f MB" % seconds
         if seconds >= 1:

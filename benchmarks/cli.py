@@ -20,6 +20,9 @@ import    import_time.py        ``import mxcompat`` before/after mxnet (probes/i
 onnx      onnx_inference.py     ``to_onnx`` in onnxruntime vs MXNet, and the export itself
 suite     mxnet_suite.py        MXNet's own Module/Gluon/Trainer tests without vs with mxcompat
                                 (given ``--mxnet-src`` or $MXCOMPAT_MXNET_SRC; else skipped)
+longrun   long_run.py           20 000 update()/step() with the registry changing: time per step
+                                and RSS growth (a process per side), mxcompat's own allocations
+                                (tracemalloc), 1 000 build/freeze/convert/drop cycles
 
 models.py holds the models and the patch/registry state the sections share, _harness.py the
 interleaving and the table.
@@ -43,7 +46,7 @@ import mxcompat  # noqa: E402
 import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
-from . import (conversion, conversion_memory, freezing, import_time,  # noqa: E402
+from . import (conversion, conversion_memory, freezing, import_time, long_run,  # noqa: E402
                module_update, mxnet_suite, onnx_inference, operator_calls, trainer_step)
 from ._harness import Table  # noqa: E402
 
@@ -63,6 +66,7 @@ SECTIONS = [
     ("import", import_time),
     ("onnx", onnx_inference),
     ("suite", mxnet_suite),
+    ("longrun", long_run),
 ]
 
 
@@ -114,6 +118,8 @@ def main(argv=None):
         if not args.only or name in args.only:
             if section is mxnet_suite:
                 section.run(table, configs, reps, source=args.mxnet_src, quick=args.quick)
+            elif section is long_run:
+                section.run(table, configs, reps, quick=args.quick)
             else:
                 section.run(table, configs, reps)
     if args.json:

@@ -4,6 +4,7 @@ import os
 import sys
 import threading
 import warnings
+import weakref
 
 logger = logging.getLogger("mxcompat")
 # A library's logger stays silent until the application configures logging; without this
@@ -18,6 +19,10 @@ class MXCompatWarning(UserWarning):
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _once_lock = threading.Lock()
 _once_keys = set()
+# Object -> the keys warned once for it.  Weak: a key naming one model (its parameter names)
+# must die with that model, or a process that builds models one after another keeps a key
+# per model for good.
+_once_per_object = weakref.WeakKeyDictionary()
 
 
 def _internal_prefixes():
@@ -72,6 +77,20 @@ def warn_once(key, message):
     return True
 
 
+def warn_once_for(obj, key, message):
+    """``warn_once`` for one object: once per ``key`` while ``obj`` lives, remembered no
+    longer than ``obj`` (which must support weak references)."""
+    with _once_lock:
+        keys = _once_per_object.get(obj)
+        if keys is None:
+            keys = _once_per_object[obj] = set()
+        if key in keys:
+            return False
+        keys.add(key)
+    warn(message() if callable(message) else message)
+    return True
+
+
 def forget(key):
     """Let the one-time warning ``key`` be issued again."""
     with _once_lock:
@@ -82,3 +101,4 @@ def reset_once():
     """Forget which one-time warnings were issued (for tests)."""
     with _once_lock:
         _once_keys.clear()
+        _once_per_object.clear()

@@ -721,6 +721,25 @@ def test_pattern_matching_nothing_warns_once_with_closest_names(recwarn):
         "'fc1_weight')"]
 
 
+def test_pattern_matching_nothing_warns_once_per_model():
+    # Once per pattern for each model, however many steps; remembered with the model (the
+    # README: "one warning"), not by its names for the rest of the process.  "always": the
+    # two Modules' warnings have the same text and line.
+    mxcompat.freeze("fc3_weigth")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            mod = _module()
+            _bind(mod)
+            mod.init_optimizer()
+            _train(mod, 3, _batches())
+        net = _gluon_net([mx.cpu()])
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+        _gluon_train(net, trainer, [mx.cpu()], 3)
+    assert [m.split(" of this ")[1].split(",")[0] for m in _ours(record)] == [
+        "Module", "Module", "gluon.Trainer"]
+
+
 def test_unpatched_mxnet_ignores_the_registry(unpatched):
     mxcompat.freeze(*FROZEN)
     mod = _module()

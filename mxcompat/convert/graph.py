@@ -75,9 +75,9 @@ def _inference_symbol(symbol):
     mx = _mx()
     text = symbol.tojson()
     heads = {}
-    for match in _HEAD_RE.finditer(text):
-        heads[match.group(2) + "_output"] = (match.group(1), match.group(2),
-                                             json.loads(match.group(3) or "{}"))
+    # findall, not a finditer() loop (as freeze.registry._check_glob says why).
+    for op, node, attrs in _HEAD_RE.findall(text):
+        heads[node + "_output"] = (op, node, json.loads(attrs or "{}"))
     if not heads:
         return symbol
     outputs = symbol.list_outputs()

@@ -186,7 +186,7 @@ def _check_module_patterns(module, once_per_version=False):
     names = tuple(module_param_names(module))
     found = registry.matches(names)
     if found is not None and found[1]:
-        registry.warn_unmatched(found[1], names, type(module).__name__)
+        registry.warn_unmatched(found[1], names, module, type(module).__name__)
     if once_per_version:
         _checked[module] = version
 

@@ -6,7 +6,7 @@ import fnmatch
 import re
 import threading
 
-from .._log import warn, warn_once
+from .._log import warn, warn_once_for
 
 _PATTERN_TYPE = type(re.compile(""))
 
@@ -60,7 +60,7 @@ class _Pattern(object):
 
 
 # A glob read left to right as fnmatch reads it: a set ('[', then '!' and a first ']' if
-# present, up to the next ']'), or a '[' no ']' closes (group 1), or a run of other
+# present, up to the next ']'), or a '[' no ']' closes (group 2), or a run of other
 # characters.  The lookahead takes the "!]" prefix whole (re has no atomic groups before
 # Python 3.11), so "[]" and "[!]" are unclosed here as they are for fnmatch.
 _GLOB_PARTS = re.compile(r"\[(?=(!?\]?))\1[^\]]*\]|(\[)|[^\[]+")
@@ -68,10 +68,18 @@ _GLOB_PARTS = re.compile(r"\[(?=(!?\]?))\1[^\]]*\]|(\[)|[^\[]+")
 
 def _check_glob(text, caller):
     # fnmatch reads an unclosed '[' as a literal; no parameter name has one, so it is a typo.
-    for part in _GLOB_PARTS.finditer(text):
+    if "[" not in text:
+        return
+    # match() from each part's end, not a finditer() loop: on Python 3.11+ every such loop
+    # leaves a small block behind (CPython's, bounded), which reads as growth in mxcompat's
+    # own allocations over a run that freezes and unfreezes.  Every position starts a part.
+    pos = 0
+    while pos < len(text):
+        part = _GLOB_PARTS.match(text, pos)
         if part.group(2):
             raise ValueError("mxcompat.%s: invalid glob %r: the '[' at position %d is never "
-                             "closed" % (caller, text, part.start()))
+                             "closed" % (caller, text, pos))
+        pos = part.end()
 
 
 class _State(object):
@@ -88,7 +96,12 @@ class _State(object):
 
 
 state = _State()
-_match_cache = {}       # (version, names) -> (mask, unmatched patterns, frozen indices)
+# (registry version, {names: (mask, unmatched patterns, frozen indices)}).  Only the live
+# version's results: a version never comes back, so keeping older ones would only hold the
+# name tuples of every model matched since (a training loop that freezes and unfreezes
+# between stages, a search that builds model after model).
+_match_cache = (None, {})
+_MATCH_CACHE_SIZE = 256    # distinct name tuples under one version (models built meanwhile)
 
 
 def _parse(patterns, caller):
@@ -192,8 +205,12 @@ def matches(names):
     version, patterns = _snapshot()
     if not patterns:
         return None
-    key = (version, names)
-    hit = _match_cache.get(key)
+    global _match_cache
+    cached_version, cache = _match_cache
+    if cached_version != version:
+        cache = {}
+        _match_cache = (version, cache)     # one assignment: readers see a consistent pair
+    hit = cache.get(names)
     if hit is None:
         # Exact names (the common "freeze these 200 parameters") by set lookups, the rest
         # one by one: linear in names + patterns, not their product.
@@ -204,20 +221,23 @@ def matches(names):
         unmatched = tuple(p for p in patterns
                           if (p._exact not in given if p.literal
                               else not any(p.match(n) for n in names)))
-        if len(_match_cache) > 256:
-            _match_cache.clear()
-        hit = _match_cache[key] = (mask, unmatched, tuple(i for i, m in enumerate(mask) if m))
+        if len(cache) >= _MATCH_CACHE_SIZE:
+            cache.clear()
+        hit = cache[names] = (mask, unmatched, tuple(i for i, m in enumerate(mask) if m))
     return hit
 
 
-def warn_unmatched(unmatched, names, owner):
+def warn_unmatched(unmatched, names, owner, what):
+    """One warning per pattern for ``owner`` (the Module or Trainer, called ``what``),
+    remembered as long as ``owner`` lives: keyed by its parameter names instead, the
+    one-time keys would keep the names of every model a process ever built."""
     for p in unmatched:
         # The closest names are only computed for the one warning: this runs at every
         # update and step while the pattern matches nothing.
-        warn_once(("freeze-unmatched", p.key, owner, names),
-                  lambda p=p: "mxcompat.freeze pattern %r matches no parameter of this %s, so "
-                              "it freezes nothing here (closest parameter names: %s)"
-                              % (p.source, owner, _closest(p, names)))
+        warn_once_for(owner, ("freeze-unmatched", p.key),
+                      lambda p=p: "mxcompat.freeze pattern %r matches no parameter of this %s, "
+                                  "so it freezes nothing here (closest parameter names: %s)"
+                                  % (p.source, what, _closest(p, names)))
 
 
 def _closest(p, names):

@@ -57,7 +57,7 @@ def wrap_trainer(check):
             return wrapped(*args, **kwargs)
         mask, unmatched, _, names = found
         if check and unmatched:
-            registry.warn_unmatched(unmatched, names, "gluon.Trainer")
+            registry.warn_unmatched(unmatched, names, instance, "gluon.Trainer")
         if not any(mask):
             return wrapped(*args, **kwargs)
         instance._params = [_FrozenView(p) if m else p for p, m in zip(params, mask)]
