@@ -1,5 +1,5 @@
 """The ``mxcompat`` command: ``run`` a legacy script with the patches, ``check`` an install,
-list the ``patches``, run a project's tests on every supported MXNet (``matrix``, matrix.py),
+list the ``patches``, run a project's tests on every supported MXNet (``matrix``, matrix/),
 convert a checkpoint to ``onnx``.
 
 ``run`` works like ``ddtrace-run``: it puts a ``sitecustomize`` on ``PYTHONPATH`` and
@@ -80,7 +80,7 @@ def _parser():
         "patches", help="list every patch: what it fixes, whether it applies here, "
                         "whether it is active")
     patches.add_argument("--json", action="store_true", help="print the list as JSON")
-    # Parsed by matrix.py itself (everything after -- is the user's command).
+    # Parsed by matrix/ itself (everything after -- is the user's command).
     sub.add_parser("matrix", add_help=False,
                    help="run a command (your tests) in a fresh env per supported MXNet x "
                         "Python x NumPy combination: mxcompat matrix --help")

@@ -46,3 +46,67 @@ def test_wheel_holds_every_module(tmp_path):
         sources.update(rel + "/" + f for f in files if f.endswith(".py"))
     assert "mxcompat/_core/registry.py" in sources
     assert sorted(sources - shipped) == []
+
+
+def _imports_of(path, module):
+    """The mxcompat modules ``module`` (at ``path``) imports, at its top or inside a function."""
+    import ast
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("mxcompat"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            if not source.startswith("mxcompat"):
+                continue
+            for alias in node.names:
+                sub = source + "." + alias.name
+                found.add(sub if sub in _MODULES else source)
+    return found - {module}
+
+
+def _modules():
+    modules = {}
+    for folder, dirs, files in os.walk(PACKAGE):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(folder, f)
+                name = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                modules[name[:-len(".__init__")] if name.endswith(".__init__") else name] = path
+    return modules
+
+
+_MODULES = _modules()
+
+
+def _circles(graph):
+    """Every import circle of ``graph`` ({module: modules it imports}) a depth-first walk meets."""
+    circles, done = [], set()
+
+    def visit(module, path):
+        for target in sorted(graph[module]):
+            if target in path:
+                circles.append(path[path.index(target):] + [target])
+            elif target not in done:
+                visit(target, path + [target])
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            visit(module, [module])
+    return circles
+
+
+def test_no_import_circle():
+    graph = dict((m, _imports_of(p, m) & set(_MODULES)) for m, p in _MODULES.items())
+    assert graph["mxcompat._core.hooks"] >= {"mxcompat._core.settings"}   # the walk sees imports
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _circles(graph) == []

@@ -1,36 +1,12 @@
-"""``mxcompat check``: a tiny real scenario per feature on the installed MXNet.
-
-Each check returns a short detail or raises ``Skip(reason)``; anything else it raises is a
-failure.  One line per check, then the versions; exit 0 when every applicable check passed.
-"""
-import json
+"""The scenarios of ``mxcompat check``: one tiny real use per feature, on the installed MXNet.
+Each returns a short detail or raises ``Skip(reason)``; anything else it raises is a failure."""
 import os
-import platform
-import shutil
+import subprocess
 import sys
-import tempfile
-import time
-import traceback
 import warnings
 
-from .._core import facts as _compat, settings
-
-OK, FAIL, SKIP = "ok", "failed", "skipped"
-_MARKS = {OK: "\u2713", FAIL: "\u2717", SKIP: "-"}
-
-
-class Skip(Exception):
-    """The check does not apply to this MXNet (the message says why)."""
-
-
-_checks = []
-
-
-def check(name, title):
-    def register(func):
-        _checks.append((name, title, func))
-        return func
-    return register
+from ..._core import facts as _compat
+from .runner import Skip, check
 
 
 def _tiny_gluon_net(mx):
@@ -231,7 +207,7 @@ def _check_quantize(mx, tmp):
 @check("numpy", "NumPy names MXNet reads are there (only those NumPy lacks are added)")
 def _check_numpy(mx, tmp):
     import numpy as np
-    from ..patches import numpy_names as numpy_compat
+    from ...patches import numpy_names as numpy_compat
     lacking = numpy_compat.missing(np)
     if lacking:
         raise AssertionError("numpy.%s still missing" % ", numpy.".join(lacking))
@@ -249,7 +225,7 @@ def _check_numpy(mx, tmp):
 def _numpy_fix_scenarios(mx, np):
     """``(name, runs)`` of the NumPy behaviour fixes that apply on this NumPy, each with a tiny
     scenario that raises AssertionError when MXNet still meets the NumPy change."""
-    from ..patches import numpy2
+    from ...patches import numpy2
     scenarios = []
 
     def nep51():
@@ -428,7 +404,7 @@ def _check_fixed_param_names(mx, tmp):
 @check("onnx", "MXNet's own ONNX exporter runs on this onnx; to_onnx agrees in onnxruntime")
 def _check_onnx(mx, tmp):
     import numpy as np
-    from .. import onnx as onnx_export
+    from ... import onnx as onnx_export
     try:
         import onnx
         import onnxruntime
@@ -448,93 +424,3 @@ def _check_onnx(mx, tmp):
     model = onnx_export.to_onnx((net, params, {}), [(2, 4)])    # raises if they disagree
     return "export_model wrote opset %d; to_onnx: onnxruntime %s agrees (opset %d)" % (
         opset, onnxruntime.__version__, model.opset_import[0].version)
-
-
-def _versions(mx):
-    import numpy
-    import wrapt
-    from .. import __version__
-    info = {"mxcompat": __version__, "python": platform.python_version(),
-            "numpy": numpy.__version__, "wrapt": getattr(wrapt, "__version__", "?"),
-            "mxnet": getattr(mx, "__version__", None) if mx else None, "mxnet_features": None}
-    if mx is not None:
-        info["mxnet_features"] = _compat.build_features()
-    return info
-
-
-def run_checks():
-    import mxcompat  # noqa: F401  (patches land when mxnet is imported below)
-    results = []
-    # The check's output is its report: keep MXNet's import-time DeprecationWarnings and the
-    # C++ "Subgraph backend MKLDNN is activated" lines out of it.
-    os.environ.setdefault("MXNET_SUBGRAPH_VERBOSE", "0")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            import mxnet as mx
-    except Exception as exc:  # pylint: disable=broad-except
-        results.append({"name": "import", "title": "import mxnet", "status": FAIL,
-                        "detail": "%s: %s" % (type(exc).__name__, exc), "seconds": 0.0})
-        return results, _versions(None)
-    if not _compat.is_supported(_compat.parse_version(mx.__version__)):
-        results.append({"name": "version", "title": "supported MXNet", "status": FAIL,
-                        "detail": "mxnet %s is outside %s" % (mx.__version__, _compat.SUPPORTED),
-                        "seconds": 0.0})
-        return results, _versions(mx)
-    for name, title, func in _checks:
-        tmp = tempfile.mkdtemp(prefix="mxcompat-check-")
-        start = time.time()
-        try:
-            detail, status = func(mx, tmp), OK
-        except Skip as skip:
-            detail, status = str(skip), SKIP
-        except Exception as exc:  # pylint: disable=broad-except
-            detail, status = "%s: %s" % (type(exc).__name__, exc), FAIL
-            if os.environ.get(settings.CHECK_TRACEBACK):
-                traceback.print_exc()
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        results.append({"name": name, "title": title, "status": status,
-                        "detail": detail, "seconds": round(time.time() - start, 3)})
-    return results, _versions(mx)
-
-
-def _mark(status, out):
-    mark = _MARKS[status]
-    try:
-        mark.encode(getattr(out, "encoding", None) or "ascii")
-    except (LookupError, UnicodeEncodeError):
-        # A terminal whose encoding has no check marks (a Latin-1 locale): plain letters.
-        mark = {OK: "+", FAIL: "x", SKIP: "-"}[status]
-    return mark
-
-
-def _print_line(r, out):
-    mark = _mark(r["status"], out)
-    width = max(len(name) for name, _, _ in _checks)
-    text = "%s %-*s %-66s %6.2f s" % (mark, width, r["name"], r["title"], r["seconds"])
-    if r["status"] != OK:
-        text += "\n      %s: %s" % (r["status"], r["detail"])
-    elif r["detail"]:
-        text += "\n      %s" % r["detail"]
-    out.write(text + "\n")
-
-
-def main(as_json=False):
-    out = sys.stdout
-    results, versions = run_checks()
-    failed = [r for r in results if r["status"] == FAIL]
-    if as_json:
-        json.dump({"results": results, "versions": versions, "ok": not failed}, out, indent=2)
-        out.write("\n")
-    else:
-        for r in results:
-            _print_line(r, out)
-        feats = versions["mxnet_features"]
-        out.write("mxnet %s (%s), Python %s, NumPy %s, wrapt %s, mxcompat %s\n" % (
-            versions["mxnet"], ", ".join(feats) if feats else "build features unknown",
-            versions["python"], versions["numpy"], versions["wrapt"], versions["mxcompat"]))
-        out.write("%d passed, %d failed, %d skipped\n" % (
-            sum(r["status"] == OK for r in results), len(failed),
-            sum(r["status"] == SKIP for r in results)))
-    return 1 if failed else 0
