@@ -52,7 +52,8 @@ def _parser():
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=ENVIRONMENT_HELP)
     parser.add_argument("--version", action="version", version="mxcompat " + __version__)
-    sub = parser.add_subparsers(dest="command", metavar="{run,check,patches,matrix,onnx}")
+    sub = parser.add_subparsers(dest="command",
+                                metavar="{run,check,patches,matrix,onnx,scan}")
     sub.required = True
 
     run = sub.add_parser(
@@ -84,6 +85,11 @@ def _parser():
     sub.add_parser("matrix", add_help=False,
                    help="run a command (your tests) in a fresh env per supported MXNet x "
                         "Python x NumPy combination: mxcompat matrix --help")
+
+    # Parsed by scan itself (it needs libcst, which the other commands do not).
+    sub.add_parser("scan", add_help=False,
+                   help="find (and --fix) the legacy MXNet traps in Python source: "
+                        "mxcompat scan --help")
 
     to_onnx = sub.add_parser(
         "onnx", help="convert a checkpoint (PREFIX-symbol.json, PREFIX-EPOCH.params) to ONNX "
@@ -304,6 +310,9 @@ def main(argv=None):
     if argv and argv[0] == "matrix":
         from . import matrix
         return matrix.main(argv[1:])
+    if argv and argv[0] == "scan":
+        from . import scan
+        return scan.main(argv[1:])
     if argv and argv[0] == "run":
         own, python, module, target = _split_run_argv(argv[1:], run_parser.error)
         args = parser.parse_args(["run"] + own)
