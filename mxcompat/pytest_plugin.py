@@ -21,6 +21,10 @@ import pytest
 import mxcompat
 from ._core import facts as _compat, registry as _patching
 
+# Every patch registered (and the environment's settings applied) at the plugin's import, as
+# always: the header and the traps-handled section name them.
+mxcompat._load()
+
 OUTSIDE_TESTS = "(outside any test: import or collection)"
 
 

@@ -14,9 +14,10 @@ README = os.path.join(ROOT, "README.md")
 
 # What tox installs for mxcompat's own tests, not for the combination itself.
 # What tox adds for mxcompat's own tests: the test tools (pytest-xdist: `-n 2` in
-# test_strict_warnings), uv (test_matrix), onnx and onnxruntime (mxcompat's onnx extra).
+# test_strict_warnings), uv (test_matrix), onnx and onnxruntime (mxcompat's onnx extra), libcst
+# (the scan extra).
 TEST_ONLY = {"pytest>=6", "pytest-xdist", "looseversion>=1.3", "opencv-python-headless", "pip",
-             "uv", "onnx", "onnxruntime"}
+             "uv", "onnx", "onnxruntime", "libcst"}
 # tox envs that are a combination plus one factor testing mxcompat itself (the wrapt floor).
 VARIANT_FACTORS = {"wrapt114": {"wrapt==1.14.1"}}
 NOT_COMBINATIONS = {"bench"}
