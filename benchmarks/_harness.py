@@ -55,7 +55,7 @@ def median(values):
     return statistics.median(values)
 
 
-class Table(object):
+class Table:
     """Rows of (pair, side A, side B, median A, median B, ratio B/A, target)."""
 
     def __init__(self):

@@ -35,8 +35,8 @@ def _waited(func):
 
 FLOOR = "SymbolBlock(sym, data) alone"
 
-# (copy vs one copy of every weight, share vs the file round trip): Module->Gluon's from
-# issue 17, Gluon->Module's from before.
+# (copy vs one copy of every weight, share vs the file round trip): Module->Gluon's set when its
+# conversion was made to share weights, Gluon->Module's from before.
 CONVERT_TARGETS = {"Module->Gluon": ("<= 1.3x", "<= 0.033x (>= 30x faster)"),
                    "Gluon->Module": ("<= 1.5x", "<= 0.05x (>= 20x faster)")}
 

@@ -33,7 +33,7 @@ def warm_registry(names, module=None, trainer=None):
         freeze_module.warm(module)
         # frozen_statistics' per-executor list of frozen aux states, found at the first
         # backward after a registry change.
-        from mxcompat import frozen_statistics
+        from mxcompat.freeze import frozen_statistics
         for executor in module._exec_group.execs:
             frozen_statistics._frozen_aux(executor, registry.state.version)
     if trainer is not None:

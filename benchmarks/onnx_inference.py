@@ -60,7 +60,7 @@ def _bench_export(table, net, shape, label, reps):
     symbol = net._cached_graph[1]
     params = {p.name: p.data() for p in net.collect_params().values()}
     path = os.path.join(workdir, "m.onnx")
-    from mxcompat import _compat
+    from mxcompat._core import facts as _compat
     if _compat.since(_compat.MX_ONNX_PACKAGE):
         export = mx.onnx.export_model
     else:

@@ -6,15 +6,14 @@ if it already is).  ``MXCOMPAT_DISABLE=1`` turns every patch off,
 
 PYTEST_DONT_REWRITE
 """
-# `import mxcompat` before `import mxnet` only puts _preimport's finder in sys.meta_path
+# `import mxcompat` before `import mxnet` only puts _core.hooks' finder in sys.meta_path
 # (a few standard modules Python has loaded anyway).  The patch modules, wrapt (whose 2.x
 # imports asyncio, ~13 ms) and the public API are loaded when MXNet's import starts, when
 # mxnet is already imported, or at the first use of a public name (module __getattr__).
 import sys as _sys
 import _thread
-import os as _os
 
-from . import _preimport
+from ._core import hooks as _preimport, settings as _settings
 
 # pytest marks the packages of its plugins for assertion rewriting and warns about one already
 # imported, which `mxcompat run -m pytest` always has done (an error under `filterwarnings =
@@ -48,46 +47,29 @@ __all__ = [
 
 # Public name -> (module, attribute).
 _PUBLIC = {
-    "MXCompatWarning": ("_log", "MXCompatWarning"),
-    "SUPPORTED": ("_compat", "SUPPORTED"),
+    "MXCompatWarning": ("_core.log", "MXCompatWarning"),
+    "SUPPORTED": ("_core.facts", "SUPPORTED"),
     "freeze": ("freeze", "freeze"),
     "frozen": ("freeze", "frozen"),
     "frozen_patterns": ("freeze", "frozen_patterns"),
     "frozen_report": ("freeze", "frozen_report"),
     "is_frozen": ("freeze", "is_frozen"),
     "numpy_legacy": ("legacy_numpy", "numpy_legacy"),
-    "patch": ("_patching", "patch"),
-    "patch_names": ("_patching", "names"),
-    "patched": ("_patching", "patched"),
-    "quantize": ("quantization", "quantize"),
+    "patch": ("_core.registry", "patch"),
+    "patch_names": ("_core.registry", "names"),
+    "patched": ("_core.registry", "patched"),
+    "quantize": ("convert.quantize", "quantize"),
     "to_gluon": ("convert", "to_gluon"),
     "to_module": ("convert", "to_module"),
-    "to_onnx": ("onnx_export", "to_onnx"),
+    "to_onnx": ("onnx.export", "to_onnx"),
     "unfreeze": ("freeze", "unfreeze"),
-    "unpatch": ("_patching", "unpatch"),
+    "unpatch": ("_core.registry", "unpatch"),
 }
 
-# Each import registers one patch; the order here is the order patches stack in.
-_PATCH_MODULES = (
-    "bare_names",
-    "labels",
-    "onednn_fc_bias",   # below freeze: its Module.bind sees the registry's names among the fixed
-    "freeze",
-    "frozen_statistics",
-    "fixed_param_names",
-    "convert",
-    "distutils_compat",
-    "numpy_compat",
-    "numpy2",
-    "ndarray_to_numpy",
-    "unbound_get_params",
-    "int_division",
-    "onnx_export",
-    "trainer_kvstore_init",
-    "python_oo",        # last: the -OO tests expect it at the end of the registry
-    "legacy_numpy",     # opt-in, not a patch (MXCOMPAT_NUMPY_LEGACY is read at its import)
-)
-# quantization registers nothing: imported at the first use of `quantize`.
+# The opt-in for users' own NumPy code registers no patch, but reads MXCOMPAT_NUMPY_LEGACY when
+# imported: it is loaded with the patches (whose stacking order is mxcompat.patches.ORDER).
+_AFTER_PATCHES = ("legacy_numpy",)
+# convert.quantize registers nothing: imported at the first use of `quantize`.
 
 _load_lock = _thread.RLock()
 _loaded = False     # every patch module registered, public names bound
@@ -106,8 +88,9 @@ def _load():
         _loading = True
         try:
             from importlib import import_module
-            for name in _PATCH_MODULES:
-                import_module(__name__ + "." + name)
+            from .patches import ORDER, module_of
+            for module in tuple(module_of(name) for name in ORDER) + _AFTER_PATCHES:
+                import_module(__name__ + "." + module)
             names = globals()
             # Bound now: importing the submodule `freeze` set the attribute to the module.
             for public, (module, attr) in _PUBLIC.items():
@@ -115,7 +98,7 @@ def _load():
                     names[public] = getattr(_sys.modules[__name__ + "." + module], attr)
             # Under the lock: another thread's patch()/unpatch() comes after, as it came
             # after `import mxcompat`.
-            _sys.modules[__name__ + "._patching"].auto_patch()
+            _sys.modules[__name__ + "._core.registry"].auto_patch()
             _loaded = True
         finally:
             _loading = False
@@ -123,7 +106,7 @@ def _load():
 
 
 def __getattr__(name):
-    # A public name, or a submodule asked of the package (`from mxcompat import _patching`),
+    # A public name, or a submodule asked of the package (`from mxcompat import freeze`),
     # comes with every patch registered.
     if name.startswith("__"):
         raise AttributeError("module %r has no attribute %r" % (__name__, name))
@@ -143,10 +126,8 @@ def __dir__():
     return sorted(set(globals()) | set(_PUBLIC))
 
 
+_preimport.install(_load)
 # Settings from the environment are read (and a bad one warned about) at `import mxcompat`, as
 # always: loading at once costs only the programs that set them.
-_READ_AT_IMPORT = ("MXCOMPAT_FREEZE", "MXCOMPAT_NUMPY_LEGACY", "MXCOMPAT_DISABLE_PATCHES")
-
-_preimport.install(_load)
-if "mxnet" in _sys.modules or any(_os.environ.get(k) for k in _READ_AT_IMPORT):
+if "mxnet" in _sys.modules or _settings.any_read_at_import():
     _load()

@@ -10,17 +10,17 @@ still has (or still serves itself, with its own deprecation warning) is never to
 without the opt-in nothing changes.  The names MXNet's own code reads are restored for MXNet
 by the ``numpy_names`` patch as plain attributes, without a warning.
 """
-import os
 import sys
 import threading
 import warnings
 
 import wrapt
 
-from . import numpy_compat
-from ._log import warn_once
+from .patches import numpy_names as numpy_compat
+from ._core import settings
+from ._core.log import warn_once
 
-ENV = "MXCOMPAT_NUMPY_LEGACY"
+ENV = settings.NUMPY_LEGACY
 
 
 def _asscalar(np):
@@ -158,7 +158,7 @@ def _remove(np):
 
 
 def _from_env():
-    if os.environ.get(ENV, "").strip().lower() not in ("", "0", "false", "no", "off"):
+    if settings.flag(ENV):
         numpy_legacy(True)
 
 

@@ -19,7 +19,11 @@ import sys
 import pytest
 
 import mxcompat
-from . import _compat, _patching
+from ._core import facts as _compat, registry as _patching
+
+# Every patch registered (and the environment's settings applied) at the plugin's import, as
+# always: the header and the traps-handled section name them.
+mxcompat._load()
 
 OUTSIDE_TESTS = "(outside any test: import or collection)"
 
@@ -123,7 +127,7 @@ def mxcompat_frozen():
         yield freeze
 
 
-class _Traps(object):
+class _Traps:
     """Counts what the patches handle (``_patching.record``) per patch and per test."""
 
     def __init__(self, strict):
@@ -133,7 +137,7 @@ class _Traps(object):
         self.current = None
         self.in_test = {}
         self._listener = self._record
-        _patching._listeners.append(self._listener)
+        _patching.add_listener(self._listener)
 
     def _record(self, name):
         self.counts[name] = self.counts.get(name, 0) + 1
@@ -182,5 +186,4 @@ class _Traps(object):
                       "fixes, --mxcompat-strict fails the tests that hit one.")
 
     def pytest_unconfigure(self, config):
-        if self._listener in _patching._listeners:
-            _patching._listeners.remove(self._listener)
+        _patching.remove_listener(self._listener)

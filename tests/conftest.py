@@ -2,8 +2,8 @@
 
 Every test starts with all of mxcompat's patches applied and leaves them so (the
 OpenTelemetry instrument-in-setUp/uninstrument-in-tearDown pattern, inverted: patched is the
-normal state).  ``requires_mxnet(">=1.6")`` skips a test on releases that lack a feature and
-says which.
+normal state).  A test that needs a release marks itself as users do, with mxcompat's own
+pytest plugin: ``@pytest.mark.mxnet(">=1.6")`` skips it elsewhere and says why.
 """
 import os
 import subprocess
@@ -19,7 +19,7 @@ for _name in _stray:
     del os.environ[_name]
 
 import mxcompat  # noqa: E402
-from mxcompat import _compat, _log  # noqa: E402
+from mxcompat._core import facts as _compat, log as _log  # noqa: E402
 
 if _stray:
     # mxcompat's pytest plugin imported it before this file ran, with those switches.
@@ -29,6 +29,9 @@ if _stray:
 import mxnet as mx  # noqa: E402  (after mxcompat: the patches land at this import)
 
 MX_VERSION = _compat.parse_version(mx.__version__)
+
+# The repository's root (the tests sit one folder deeper, as the package's parts do).
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The oneDNN FullyConnected fact (_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS): the builds where
 # a weight's grad_req 'null' stops its bias (there mxcompat keeps the weight's gradient), and
@@ -75,16 +78,16 @@ def plain_import_works():
 # the report header of mxcompat's pytest plugin (mxcompat/pytest_plugin.py).
 
 
+def pytest_collection_modifyitems(items):
+    # The old name of @pytest.mark.mxnet, for test files written before it (same arguments).
+    for item in items:
+        for marker in list(item.iter_markers("requires_mxnet")):
+            item.add_marker(pytest.mark.mxnet(*marker.args, **marker.kwargs))
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "requires_plain_import: the test imports mxnet before (or without) mxcompat")
-
-
-def _matches(spec, version):
-    """Whether the release ``version`` (a tuple) satisfies the PEP 440 ``spec`` (">=1.6",
-    "<1.5, >=1.3"), with packaging's specifiers (pytest depends on packaging)."""
-    from packaging.specifiers import SpecifierSet
-    return SpecifierSet(spec).contains(".".join(str(p) for p in version))
 
 
 def pytest_runtest_setup(item):
@@ -93,11 +96,6 @@ def pytest_runtest_setup(item):
                     "(MXNet %s on NumPy %s / Python %d.%d)" % (
                         mx.__version__, sys.modules["numpy"].__version__, sys.version_info[0],
                         sys.version_info[1]))
-    for marker in item.iter_markers("requires_mxnet"):
-        spec = marker.args[0]
-        if not _matches(spec, MX_VERSION):
-            why = marker.kwargs.get("reason") or "needs MXNet %s" % spec
-            pytest.skip("%s (this is MXNet %s)" % (why, mx.__version__))
 
 
 @pytest.fixture(autouse=True)

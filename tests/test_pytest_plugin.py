@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import mxcompat
-from mxcompat import _compat, _patching
+from mxcompat._core import facts as _compat, registry as _patching
 
 from conftest import mx
 

@@ -7,14 +7,15 @@ Layout: ``module_to_gluon`` and ``gluon_to_module`` (one direction each), ``grap
 symbol graphs of both sides: loss heads, a block's graph and parameters), ``params`` (the
 Gluon ``Parameter`` internals that place arrays without copying them); here, the patch.
 """
-from .._patching import Patch, Target, register
+from .._core.registry import Patch, Target, register
 from .gluon_to_module import to_module
 from .module_to_gluon import to_gluon
 
 __all__ = ["to_gluon", "to_module"]
 
-PATCH = register(Patch(
-    "convert",
+PATCH = "convert"
+register(Patch(
+    PATCH,
     "Module.to_gluon() and HybridBlock.to_module(): in-memory conversion between the APIs.",
     targets=[
         Target("mxnet.module.module", "Module.to_gluon", new=to_gluon),

@@ -14,11 +14,11 @@ properties are used (``_Properties``, the same answers, tested side by side).
 """
 import ctypes
 
-from .. import _compat
+from .._core import facts as _compat
 from ._common import _mx
 
 
-class _Properties(object):
+class _Properties:
     """The reference: MXNet's own properties and allocation."""
 
     def __init__(self):
@@ -40,7 +40,7 @@ class _Properties(object):
         return self._ndarray(self._new_alloc_handle(shape, ctx, True, dtype))
 
 
-class _Direct(object):
+class _Direct:
     """The same answers from one C call each.  One instance per conversion: its ctypes
     out-parameters are its own, as two threads converting at once must not share them."""
 

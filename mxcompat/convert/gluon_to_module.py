@@ -2,7 +2,7 @@
 holding its parameters, unbound or bound (values copied once, straight into the executors),
 optionally with a loss head so that it can ``fit``.
 """
-from .. import _compat
+from .._core import facts as _compat
 from ._common import _as_contexts, _fail, _mx, _names
 from .graph import _add_loss, _block_graph, _block_params
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore

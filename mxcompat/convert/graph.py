@@ -8,8 +8,8 @@ import functools
 import json
 import re
 
-from .. import _compat
-from .._patching import SharedScope
+from .._core import facts as _compat
+from .._core.scope import SharedScope
 from ._common import _fail, _mx, _names
 
 # Loss heads that need a label, and what they compute at inference (Module.predict).

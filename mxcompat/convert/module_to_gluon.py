@@ -2,7 +2,7 @@
 inference graph, or loads the module's values into a ``HybridBlock`` of the same
 architecture by structure; either holding copies of the values, or the module's own arrays.
 """
-from ..fixed_param_names import own_fixed_names
+from ..freeze.fixed_param_names import own_fixed_names
 from ._common import _as_contexts, _fail, _mx, _names
 from .graph import (_block_graph, _block_params, _consumers, _module_inference_graph,
                     _module_inputs, _symbols_iterate_by_index)
@@ -26,7 +26,7 @@ def _module_arrays(module, where):
             {n: [a] for n, a in (module._aux_params or {}).items()}, None)
 
 
-class _Values(object):
+class _Values:
     """The arrays a converted parameter gets: the source's own, or copies."""
 
     def __init__(self, copy, source_contexts, contexts):

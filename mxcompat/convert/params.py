@@ -4,12 +4,12 @@ Gluon has no public way to make existing NDArrays a Parameter's data (``set_data
 ``initialize`` allocates), so both directions go through ``Parameter._init_impl`` (the same in
 MXNet 1.3.1 ... 1.9.1) with arrays already where they belong.
 """
-from .. import _compat
+from .._core import facts as _compat
 from . import array_facts
 from ._common import _mx
 
 
-class _Placed(object):
+class _Placed:
     """The ``data`` of ``Parameter._init_impl(data, ctx_list)`` when the arrays are already
     where they belong: its ``copyto`` hands back the next of them instead of a copy.
     ``_init_impl`` (the same in 1.3.1 ... 1.9.1) copies ``data`` to each context of
@@ -24,7 +24,7 @@ class _Placed(object):
         return next(self._arrays)
 
 
-class _Placement(object):
+class _Placement:
     """One conversion's arrays placed into Parameters: ``install`` each, then ``finish``
     marks every gradient for autograd in one ``autograd.mark_variables`` call."""
 

@@ -25,10 +25,10 @@ by the patch ``frozen_statistics``, and ``Module._fixed_param_names`` lists the 
 names through the patch ``fixed_param_names``.
 """
 
-import os
 
-from .._log import warn
-from .._patching import Patch, Target, register
+from .._core import settings
+from .._core.log import warn
+from .._core.registry import Patch, Target, register
 from .module import (wrap_container_update, wrap_module_bind, wrap_module_update,
                      wrap_update_fn)
 from .registry import freeze, frozen, frozen_patterns, is_frozen, unfreeze
@@ -40,18 +40,13 @@ __all__ = ["freeze", "unfreeze", "frozen", "is_frozen", "frozen_patterns", "froz
 
 # --- the environment ----------------------------------------------------------------------------
 
-ENV_FREEZE = "MXCOMPAT_FREEZE"
-
-
 def _freeze_from_env():
     # Comma-separated names and globs; importing mxcompat must not fail on a bad one.
-    for item in os.environ.get(ENV_FREEZE, "").split(","):
-        item = item.strip()
-        if item:
-            try:
-                freeze(item)
-            except (TypeError, ValueError) as exc:
-                warn("%s: %s; that pattern is ignored" % (ENV_FREEZE, exc))
+    for item in settings.items(settings.FREEZE):
+        try:
+            freeze(item)
+        except (TypeError, ValueError) as exc:
+            warn("%s: %s; that pattern is ignored" % (settings.FREEZE, exc))
 
 
 _freeze_from_env()
@@ -59,15 +54,17 @@ _freeze_from_env()
 
 # --- the patch --------------------------------------------------------------------------------
 
-PATCH = register(Patch(
-    "freeze",
+PATCH = "freeze"
+register(Patch(
+    PATCH,
     "The mxcompat.freeze registry: frozen parameters are never updated, on every path.",
     targets=[
         Target("mxnet.model", "_update_params", wrap_update_fn),
         Target("mxnet.model", "_update_params_on_kvstore", wrap_update_fn),
         Target("mxnet.model", "_update_params_on_kvstore_nccl", wrap_update_fn,
                optional=True),
-        # module.py imports its own references to these (see MXNET_VERSIONS.md).
+        # mxnet/module/module.py imports its own references to these (`from ..model import`,
+        # in every release), so wrapping mxnet.model's alone leaves Module.update unfrozen.
         Target("mxnet.module.module", "_update_params", wrap_update_fn),
         Target("mxnet.module.module", "_update_params_on_kvstore", wrap_update_fn),
         Target("mxnet.module.module", "Module.bind", wrap_module_bind),

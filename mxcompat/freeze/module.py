@@ -7,9 +7,9 @@ import inspect
 import threading
 import weakref
 
-from ..onednn_fc_bias import null_would_stop_bias, registry_bind
-from .._log import warn
-from .._util import bind_arguments
+from .onednn_fc_bias import null_would_stop_bias, registry_bind
+from .._core.log import warn
+from .._core.util import bind_arguments
 from . import registry
 
 # --- update time: MXNet's own "fixed parameter" skip ----------------------------------------
@@ -77,7 +77,7 @@ def wrap_update_fn(wrapped, instance, args, kwargs):
 
 # --- Module: bind and update ------------------------------------------------------------------
 
-class _BindState(object):
+class _BindState:
     __slots__ = ("frozen_at_bind", "warned", "checked", "clean")
 
     def __init__(self, frozen_at_bind):

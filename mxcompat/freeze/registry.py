@@ -6,14 +6,14 @@ import fnmatch
 import re
 import threading
 
-from .._log import warn, warn_once_for
+from .._core.log import warn, warn_once_for
 
 _PATTERN_TYPE = type(re.compile(""))
 
 
 # --- the registry -----------------------------------------------------------------------------
 
-class _Pattern(object):
+class _Pattern:
     """One registered pattern: the user's object, an identity key, and a matcher."""
 
     __slots__ = ("source", "key", "_regex", "_exact", "literal")
@@ -82,7 +82,7 @@ def _check_glob(text, caller):
         pos = part.end()
 
 
-class _State(object):
+class _State:
     """The live registry.  ``patterns`` is a tuple, replaced (never changed in place) under
     ``lock``, so a reader without the lock sees one consistent tuple; ``version`` is bumped
     with every change and keys every cache derived from the registry."""

@@ -2,13 +2,13 @@
 or a Gluon Block, printed like sockeye's parameter log."""
 import pprint
 
-from .. import _patching
+from .._core import registry as _patching
 from . import registry
 
 # --- the report -------------------------------------------------------------------------------
 
 
-class FrozenReport(object):
+class FrozenReport:
     """Frozen and trainable parameters of a Module or a Gluon Block.
 
     ``frozen``/``trainable``: names; ``frozen_params``/``trainable_params``: their counts;
@@ -85,7 +85,7 @@ def _dtype_name(dtype):
 
 def _statistic_frozen(name):
     # A statistic holds still only while the frozen_statistics patch is on.
-    return "frozen_statistics" in _patching._active and registry.is_frozen(name)
+    return _patching.is_active("frozen_statistics") and registry.is_frozen(name)
 
 
 def _merged(parts):
@@ -132,7 +132,7 @@ def _param_entries(params, blocks=()):
     """``(parameter entries, statistic entries)`` of Gluon Parameters: a statistic is one
     that is not differentiable (BatchNorm's running mean/variance) or an auxiliary state of a
     SymbolBlock's graph (``frozen_statistics.symbol_block_statistics``)."""
-    from .. import frozen_statistics
+    from . import frozen_statistics
     auxiliary = set(map(id, frozen_statistics.symbol_block_statistics(blocks)))
     entries, stats = [], []
     for p in params:

@@ -7,7 +7,7 @@ from . import registry
 # --- Gluon Trainer ----------------------------------------------------------------------------
 
 
-class _FrozenView(object):
+class _FrozenView:
     """A Parameter as the Trainer's update loops see it while frozen: ``grad_req`` reads
     'null' (their skip), everything else is the parameter's.  Its position in
     ``Trainer._params`` is kept, so the optimizer and kvstore indices do not move."""

@@ -1,4 +1,4 @@
-"""MXNet's own unittest folder as the judge of mxcompat on today's NumPy (issue 11).
+"""MXNet's own unittest folder as the judge of mxcompat on today's NumPy.
 
 Runs the same test files of MXNet 1.9.1 (``tests/python/unittest`` of tag ``1.9.1`` in a git
 directory of apache/mxnet, extracted into a temporary folder, never copied into this project)
@@ -17,7 +17,7 @@ Usage (``README``, "MXNet's own tests")::
 
 ``--mxnet-src`` (or ``MXCOMPAT_MXNET_SRC``) is a git directory of apache/mxnet (bare or
 not) that has the tag, or a folder holding ``tests/python`` of 1.9.1.  The two virtualenvs are
-built with uv once and cached under ``MXCOMPAT_TEST_CACHE`` (``tests/reference_env.py``);
+built with uv once and cached under ``MXCOMPAT_TEST_CACHE`` (``tests/support/reference_env.py``);
 delete them to rebuild.  Exit status: 0 when every test that passes on the reference passes
 on the candidate (except ``NUMPY_CHANGES``), 1 when one does not, 2 when the run could not
 be made.
@@ -33,13 +33,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
-import reference_env  # noqa: E402  (tests/ is not a package)
+from support import reference_env  # noqa: E402  (tests/ is not a package)
 
 SRC_ENV = "MXCOMPAT_MXNET_SRC"
 TAG = "1.9.1"
 MXNET_WHEEL = "mxnet==1.9.1"
 
-# The files issue 11 names.  `quick` is what .ci/run runs (a few minutes on two cores).
+# The files of MXNet's suite that exercise what mxcompat patches.  `quick` is what .ci/run runs
+# (a few minutes on two cores).
 FULL = (
     "test_ndarray", "test_numpy_ndarray", "test_numpy_gluon", "test_io", "test_metric",
     "test_optimizer", "test_kvstore", "test_symbol", "test_loss", "test_autograd",

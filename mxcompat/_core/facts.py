@@ -1,0 +1,227 @@
+"""The one home of every "this changed in MXNet 1.x" fact.
+
+Each fact names the first release that behaves the new way, so code elsewhere asks
+``since(FACT)`` instead of comparing version strings.  Sources: the wheels of 1.3.1 … 1.9.1,
+read side by side and run on this project's test stacks; each fact's comment says what was
+seen.
+"""
+import functools
+import importlib
+import os
+import re
+import sys
+
+# Supported range, declared once: the version gate and its messages use it, the README
+# states it (tests/core/test_versions.py compares).
+MIN_VERSION = (1, 3)
+MAX_VERSION = (2, 0)  # exclusive
+SUPPORTED = ">=%d.%d, <%d" % (MIN_VERSION + MAX_VERSION[:1])
+
+# --- facts, each with the release it changed in -------------------------------------------
+
+# mxnet/numpy (imported by mxnet/__init__) uses np.bool and distutils from 1.6.
+NUMPY_SUBPACKAGE = (1, 6)
+# gluon.utils.clip_global_norm computes its scale with NDArrays from 1.4; 1.3.1 computes it
+# from a NumPy float32 scalar (`max_norm / (total_norm + 1e-8)`), which NEP 50 (NumPy 2) keeps
+# in float32 where NumPy 1 promoted to float64.
+CLIP_GLOBAL_NORM_NDARRAY = (1, 4)
+# oneDNN FullyConnected's backward skips the *bias* gradient when the weight's grad_req is
+# 'null' (native fixed_param_names=['fc1_weight'] also stops fc1_bias) in the oneDNN builds from
+# 1.7 (verified on the 1.7.0.post2, 1.8.0.post0 and 1.9.1 wheels; the 1.5.1 and 1.6.0 wheels,
+# built without MKLDNN, train the bias; data gradients and Convolution, Deconvolution,
+# BatchNorm and LayerNorm are not affected).  CPU executors only (oneDNN kernels); Gluon's
+# weight.grad_req = 'null' stops a Dense bias the same way (checked on 1.7.0.post2 and 1.9.1).
+ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS = (1, 7)
+# gluon.Parameter.dtype is a property whose setter casts the data from 1.5; before, a plain
+# attribute (convert/params.py records a dtype without casting).
+PARAMETER_DTYPE_PROPERTY = (1, 5)
+# mxnet.runtime.Features (is_enabled('MKLDNN')) exists from 1.5 (import mxnet.runtime first).
+RUNTIME_FEATURES = (1, 5)
+# contrib.quantization.quantize_model_mkldnn exists from 1.6 (MKLDNN builds only run it).
+QUANTIZE_MODEL_MKLDNN = (1, 6)
+# Quantized CPU graphs are tested from 1.8 (uint8, the MKLDNN wheels): 1.7.0.post2's oneDNN
+# refuses some CPUs ("x2APIC is not supported" on AMD EPYC VMs) and aborts on int8 on others,
+# so whether it runs depends on the machine.
+QUANTIZED_CPU = (1, 8)
+# contrib.quantization accepts quantized_dtype='auto' from 1.5.
+QUANTIZE_AUTO_DTYPE = (1, 5)
+# Module.get_params() works on an unbound module (e.g. from Module.load) from 1.6; before, it
+# asserts the module is bound.  BucketingModule's changed with it (1.6 adds
+# BucketingModule.load); SequentialModule's asserts it is bound on every release.  Every
+# release asserts params_initialized with a bare AssertionError (no message).
+UNBOUND_GET_PARAMS = (1, 6)
+# Up to 1.7 the engine does not order reads of BatchNorm's running statistics after the write
+# that a Gluon training step (autograd backward) makes: a copy pushed right after
+# Trainer.step can read the previous values (measured: 1.3-1.6 5/40 runs, 1.7 29/40, and 1.7
+# even asnumpy 3/40; 1.8 and 1.9 0/40).  convert/gluon_to_module.py waits for the engine
+# before copying.
+GLUON_AUX_WRITES_ORDERED = (1, 8)
+# BatchNorm's running mean/variance move during the *backward* of a training step, not in
+# the training forward, on every release (measured on 1.3.1 ... 1.9.1: Module executors and
+# Gluon, hybridized or not, oneDNN or not); freeze/frozen_statistics.py works around the backward.
+BATCHNORM_STATS_MOVE_IN_BACKWARD = (1, 3)
+# Symbol.__iter__ goes by index from 1.5; before, by output *name* (one list_outputs() per
+# item: quadratic, e.g. SymbolBlock.__init__ walks get_internals() so; wrong for duplicate
+# output names, which 1.3/1.4's SymbolBlock then rejects).
+SYMBOL_ITER_BY_INDEX = (1, 5)
+# NDArray.shape reads MXNDArrayGetShapeEx (int dims, ndim -1 for an unknown shape) from 1.5;
+# before, MXNDArrayGetShape (mx_uint dims).  convert/array_facts.py calls the same one.
+NDARRAY_SHAPE_EX = (1, 5)
+# Builds with 64-bit tensor sizes (runtime feature INT64_TENSOR_SIZE) read and make shapes
+# with the *64 C calls from 1.6 (int64_tensor_size() below); before 1.6 the Python side never
+# did, and the pip wheels of every release are built without it.
+INT64_TENSOR_SIZE_CALLS = (1, 6)
+# An integer division by 0 inside MXNet's CPU kernels kills the process with SIGFPE on every
+# release (measured alike on 1.3.1 ... 1.9.1; none raises instead): these operators on
+# integer NDArrays.  `x / s` and `x /= s` call _div_scalar, which converts the scalar to the
+# array's dtype first (int32_array / 0.5 divides by 0); `x / y` and `x /= y` call
+# broadcast_div.  Nothing else traps: `%` gives 0 for a 0 divisor, `0.5 / x` (_rdiv_scalar)
+# does not divide by the cast, NDArray has no `//` (TypeError), and mx.np arrays (1.6+)
+# divide integers into float32 (`/=` on an integer mx.np array is MXNet's type error).
+INT_DIVISION_SIGFPE = {"scalar": ("_div_scalar", "_DivScalar"),
+                       "array": ("broadcast_div", "elemwise_div", "_div", "_Div")}
+# A bool NDArray divides by a scalar from 1.7 (into int64, trapping on a 0 like the integer
+# types); 1.6 rejects it (MXNetError "Unknown type enum 7").  bool / bool is MXNet's error.
+BOOL_SCALAR_DIVISION = (1, 7)
+# An empty integer NDArray divided by an integer array holding a 0 (broadcast_div of (0, 2)
+# by (1, 2)): 1.3 dies with SIGFPE, and 1.4 aborts on an empty broadcast_div whatever the
+# divisor; 1.5 cannot make zero-size NDArrays; from 1.6 they come with NumPy shapes
+# (npx.set_np) and MXNet returns the empty result.
+EMPTY_DIVIDEND_RETURNS = (1, 6)
+# _div_scalar takes is_int from 1.7 (default true: the scalar is converted to the array's
+# dtype); is_int=False divides in floating point, without the trap.  Before 1.7 the argument
+# is ignored: it traps all the same.
+DIV_SCALAR_IS_INT = (1, 7)
+
+# From 1.7 gluon.Trainer._init_params hands a parameter to the kvstore with broadcast (init,
+# then a pull into the weights) and _allreduce_grads sums gradients with pushpull; on a dist
+# kvstore nothing orders a worker's pull of the initial weights before its own first push, so
+# a Trainer whose kvstore is set up lazily in its first step() can pull the summed gradients
+# as its weights (seen on rank 1 only; dist_sync with update_on_kvstore=False then trains on
+# from them): 4 of 8 plain runs on 1.9.1, 1 of 8 on 1.7; with a worker's engine still busy at
+# step() (tests/patches/test_trainer_kvstore_init.py) 18-20 of 20 trials on 1.7-1.9.  1.3-1.6
+# init and pull, then push and pull: the same race, far rarer (0 of 20 trials on 1.3.1 and
+# 1.6.0 in one run, 1 of 20 on 1.3.1 in another), so trainer_kvstore_init applies on every
+# release; from this release the race is likely.
+TRAINER_LAZY_KVSTORE_RACE = (1, 7)
+
+# gluon.utils.split_data(..., even_split=False) with a remainder: up to 1.6 the last slice
+# takes all of it (11 rows in 4 slices: 2, 2, 2, 5); from 1.7 it is spread one row each over
+# the first slices, as numpy.array_split does (3, 3, 3, 2).  mxcompat changes neither.
+SPLIT_DATA_SPREADS_REMAINDER = (1, 7)
+# split_data(..., even_split=False) with fewer rows than slices: 1.3 and 1.4 raise
+# ValueError("Too many slices ..."); 1.5 and 1.6 return one slice per row (fewer slices); from
+# 1.7 (SPLIT_DATA_SPREADS_REMAINDER) num_slice slices, the last ones empty for an mx.np array,
+# while an NDArray fails in slice_axis (MXNetError "Invalid begin, end") -- along axis 0 only
+# in 1.7: from 1.8 it is sliced with data[begin:end], which gives the empty slices.
+SPLIT_DATA_FEWER_SLICES = (1, 5)
+SPLIT_DATA_AXIS0_INDEXING = (1, 8)
+
+# ONNX export.  MXNet's exporter is mxnet.contrib.onnx.mx2onnx from 1.3 and the package
+# mxnet.onnx from 1.9 (contrib.onnx.export_model then only forwards to it, with a notice).
+MX_ONNX_PACKAGE = (1, 9)
+# create_onnx_graph_proto / export_model take opset_version from 1.8 (and translate by it);
+# before, the translations are written for one opset and export_model stamps whatever the
+# installed onnx's newest is.
+ONNX_EXPORT_OPSET_ARG = (1, 8)
+# 1.9 registers converters per opset (MXNetGraph.registry_[12], [13]); before, one dict.
+ONNX_REGISTRY_BY_OPSET = (1, 9)
+# (lowest, highest) opset each release's exporter writes correctly (onnx's checker accepts
+# its graphs and onnxruntime matches MXNet), from the release on.  Measured with onnx 1.23.2
+# and onnxruntime 1.32 on the model-zoo nets of tests/to_onnx/test_onnx.py.
+ONNX_EXPORT_OPSETS = (
+    ((1, 3), (8, 8)),
+    ((1, 8), (9, 12)),
+    ((1, 9), (12, 13)),
+)
+
+
+# --- NumPy releases (MXNet will never release again: mxcompat is its NumPy support) --------
+
+# NEP 50 (scalar promotion) and NEP 51 (scalar reprs such as "np.int64(3)") (patches/numpy2.py).
+NUMPY_2 = (2, 0)
+# ndarray.tostring is gone, and np.dtype() refuses NDArray.dtype (a scalar class).
+NUMPY_NO_TOSTRING = (2, 3)
+# int()/float()/complex()/operator.index() of an array with ndim > 0 raise TypeError
+# (deprecated in 1.25; NumPy 1 converted the one element).  Checked: 2.4.6 and 2.5.5 raise,
+# 2.1.3 warns.
+NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY = (2, 4)
+
+
+def numpy_since(fact):
+    """True when the imported numpy (never imports it) is at or after ``fact``; NumPy's own
+    ``NumpyVersion`` reads its version string (dev and rc builds included)."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return False
+    try:
+        return np.lib.NumpyVersion(np.__version__) >= "%d.%d.0" % fact
+    except (AttributeError, ValueError):
+        return False
+
+
+def parse_version(text):
+    """``'1.8.0.post0'`` → ``(1, 8, 0)``; ``'2.0.0b1'`` → ``(2, 0, 0)``; junk → ``None``.
+
+    Installs are named mxnet, mxnet-cu112, mxnet-mkl…, so the package's own
+    ``__version__`` is read, never the distribution name.  Hand-written rather than
+    ``packaging.version`` (which the matrix and the pytest plugin use): this runs inside
+    ``import mxnet``, where the release triple is all mxcompat compares, and importing
+    ``packaging.version`` there costs 3-5 ms (measured with -X importtime, Python 3.7-3.13),
+    a quarter of the 20 ms import budget.
+    """
+    match = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", str(text))
+    if not match:
+        return None
+    return tuple(int(part or 0) for part in match.groups())
+
+
+def mxnet_version():
+    """The version of the *imported* mxnet (never imports it), or ``None``."""
+    mx = sys.modules.get("mxnet")
+    if mx is None:
+        return None
+    return parse_version(getattr(mx, "__version__", ""))
+
+
+def is_supported(version):
+    return version is not None and MIN_VERSION <= version[:2] < MAX_VERSION
+
+
+def since(fact, version=None):
+    """True when the imported mxnet (or ``version``) is at or after ``fact``."""
+    version = version or mxnet_version()
+    return version is not None and version[:len(fact)] >= fact
+
+
+def build_features():
+    """The imported mxnet's enabled build features, sorted (``mxnet.runtime``, 1.5+), or
+    ``None`` before ``RUNTIME_FEATURES``.  ``mxnet.runtime`` is imported here because
+    ``mxnet/__init__`` does not import it in 1.5."""
+    if not since(RUNTIME_FEATURES):
+        return None
+    runtime = importlib.import_module("mxnet.runtime")
+    return sorted(name for name, feature in runtime.Features().items() if feature.enabled)
+
+
+@functools.lru_cache(maxsize=None)
+def has_mkldnn():
+    """Whether the imported mxnet is an MKLDNN (oneDNN) build.  Cached: a build never changes
+    within a process, and this is asked at every bind that freezes a parameter."""
+    features = build_features()
+    if features is not None:
+        return "MKLDNN" in features
+    # Before mxnet.runtime: MKLDNN builds register their subgraph operators.
+    return hasattr(sys.modules["mxnet"].sym._internal, "_sg_mkldnn_conv")
+
+
+@functools.lru_cache(maxsize=None)
+def int64_tensor_size():
+    """Whether the imported mxnet's NDArray shapes go through the 64-bit C calls."""
+    return since(INT64_TENSOR_SIZE_CALLS) and "INT64_TENSOR_SIZE" in build_features()
+
+
+def onednn_enabled():
+    """Whether the imported mxnet runs oneDNN kernels: an MKLDNN build not switched off with
+    ``MXNET_MKLDNN_ENABLED=0`` (which MXNet reads from the environment, default on)."""
+    return has_mkldnn() and os.environ.get("MXNET_MKLDNN_ENABLED", "1").strip() != "0"

@@ -1,0 +1,432 @@
+"""The patch lifecycle: a registry of named patches, applied to mxnet when it is imported.
+
+Modelled on wrapt's post-import hooks, ddtrace's patch()/unpatch() and OpenTelemetry's
+instrumentors.  Each patch is a list of targets (a module, a dotted attribute, a wrapt
+wrapper).  What the user wants active (``_wanted``) is kept apart from what is applied
+(``_active``, in registry order); ``_sync`` makes the second match the first.  Because two
+patches may wrap the same function (``Module.bind``), patches are always stacked in registry
+order, and removing one unwinds the ones stacked above it and re-applies them: every
+``unpatch`` leaves the exact original objects behind (``Module.bind is original_bind``).
+"""
+import sys
+import threading
+from collections import OrderedDict
+
+import wrapt
+
+from . import facts as _compat
+from ..patches import ORDER
+from .log import forget as _forget_warning, logger, warn_once
+from . import settings
+
+# RLock: a patch's on_apply may call back into the registry.
+_lock = threading.RLock()
+_registry = OrderedDict()   # name -> Patch, in the order patches stack (patches.ORDER)
+_RANK = dict((name, rank) for rank, name in enumerate(ORDER))
+_wanted = set()             # names the user wants active
+_active = OrderedDict()     # name -> [applied target records], in stacking order
+_broken = {}                # name -> why it could not be applied (warned once, not retried)
+_hook_registered = False
+
+
+class Target:
+    """One attribute a patch changes.
+
+    ``wrapper`` (a wrapt wrapper ``(wrapped, instance, args, kwargs)``) wraps an existing
+    function; ``proxy`` (``proxy(original)`` returning what stands in for it: a
+    ``wrapt.ObjectProxy``, or a plain function naming it in ``__wrapped__``) does the same
+    where a call must cost less than a wrapt ``FunctionWrapper`` (a function MXNet calls once
+    per operator); ``new`` adds an attribute MXNet does not have (e.g.
+    ``Module.to_gluon``).  ``optional`` targets are skipped when the release lacks the
+    attribute.
+    """
+
+    def __init__(self, module, path, wrapper=None, new=None, optional=False, proxy=None):
+        assert [wrapper, new, proxy].count(None) == 2
+        self.module = module
+        self.path = path
+        self.wrapper = wrapper
+        self.new = new
+        self.optional = optional
+        self.proxy = proxy
+
+
+class Patch:
+    """A named, independently (un)patchable fix.
+
+    ``since``: the first MXNet release the patch applies to (``None``: every supported one).
+    ``when``: a condition of this process beyond the release (Python 3.12+, ``-OO``, NumPy 2,
+    an MKLDNN build), asked each time; where it is false, ``patched()`` does not list the patch.
+    ``on_apply``/``on_remove``: extra work beyond the targets (e.g. installing a hook).
+    """
+
+    def __init__(self, name, doc, targets=(), since=None, on_apply=None, on_remove=None,
+                 when=None):
+        self.name = name
+        self.doc = doc
+        self.targets = list(targets)
+        self.since = since
+        self.on_apply = on_apply
+        self.on_remove = on_remove
+        self.when = when
+
+    def applies_to(self, version):
+        return ((self.since is None or _compat.since(self.since, version))
+                and (self.when is None or bool(self.when())))
+
+
+# Traps handled: how often each patch changed what MXNet would have done (a label dropped,
+# a SIGFPE turned into ZeroDivisionError...).  The pytest plugin lists them per test run.
+_handled = {}
+_handled_lock = threading.Lock()
+_listeners = []
+
+
+def record(name):
+    """Patch ``name`` just handled a trap.  Called where a patch acts (warns, raises, serves
+    a value), never on the untouched path, so it costs nothing where nothing is handled."""
+    with _handled_lock:
+        _handled[name] = _handled.get(name, 0) + 1
+    for listener in tuple(_listeners):
+        listener(name)
+
+
+def add_listener(listener):
+    """Call ``listener(name)`` each time patch ``name`` handles a trap (the pytest plugin)."""
+    _listeners.append(listener)
+
+
+def remove_listener(listener):
+    if listener in _listeners:
+        _listeners.remove(listener)
+
+
+def handled():
+    """``{patch name: times it handled a trap}`` in this process."""
+    with _handled_lock:
+        return dict(_handled)
+
+
+def register(patch):
+    """Add a patch to the registry (import-time), at its place in ``patches.ORDER``: the
+    stacking order does not depend on which module happened to import which first."""
+    if patch.name not in _RANK:
+        raise ValueError("mxcompat: patch %r is not in mxcompat.patches.ORDER" % patch.name)
+    with _lock:
+        _registry[patch.name] = patch
+        for name in sorted(_registry, key=_RANK.__getitem__):
+            _registry.move_to_end(name)
+    return patch
+
+
+def names():
+    """Every registered patch name, in stacking order."""
+    return tuple(_registry)
+
+
+def get(name):
+    """The registered ``Patch`` named ``name`` (``None`` if there is none)."""
+    return _registry.get(name)
+
+
+def is_wanted(name):
+    """Whether the user wants patch ``name`` on (whether or not mxnet is imported yet)."""
+    with _lock:
+        return name in _wanted
+
+
+def is_active(name):
+    """Whether patch ``name`` is applied now.  No lock: asked on hot paths (a Module's
+    attribute), where a patch being applied or removed meanwhile may give either answer."""
+    return name in _active
+
+
+def _check_names(requested):
+    unknown = [n for n in requested if n not in _registry]
+    if unknown:
+        raise ValueError("mxcompat: unknown patch name(s) %s; known patches: %s"
+                         % (", ".join(map(repr, unknown)), ", ".join(_registry)))
+    return list(requested) if requested else list(_registry)
+
+
+def patch(*names):
+    """Apply the named patches (all if none are named).
+
+    Idempotent and thread-safe.  If mxnet is not imported yet, the patches are applied the
+    moment it is.  Returns the names of the patches active now.
+    """
+    requested = _check_names(names)
+    with _lock:
+        _wanted.update(requested)
+        if names:
+            # Named explicitly: try a patch that failed before again (and warn again).
+            for name in requested:
+                if _broken.pop(name, None) is not None:
+                    _forget_warning(("patch-failed", name))
+        _ensure_hook()
+        _sync()
+        return patched()
+
+
+def unpatch(*names):
+    """Remove the named patches (all if none are named), restoring MXNet's own objects."""
+    requested = _check_names(names)
+    with _lock:
+        _wanted.difference_update(requested)
+        _sync()
+        return patched()
+
+
+def patched():
+    """The names of the patches applied to the imported mxnet, in stacking order."""
+    with _lock:
+        return tuple(_active)
+
+
+def auto_patch():
+    """What ``import mxcompat`` does: every patch, less those the environment turns off."""
+    if settings.flag(settings.DISABLE):
+        logger.debug("%s is set: mxcompat patches nothing", settings.DISABLE)
+        return ()
+    skipped = settings.items(settings.DISABLE_PATCHES)
+    unknown = [n for n in skipped if n not in _registry]
+    if unknown:
+        warn_once(("env-unknown",) + tuple(unknown),
+                  "%s names unknown patch(es) %s; known patches: %s"
+                  % (settings.DISABLE_PATCHES, ", ".join(map(repr, unknown)), ", ".join(_registry)))
+    wanted = [n for n in _registry if n not in skipped]
+    return patch(*wanted) if wanted else patched()
+
+
+# --- applying -------------------------------------------------------------------------------
+
+def _ensure_hook():
+    # Registered once per process, whatever the number of imports or reloads of mxcompat.
+    global _hook_registered
+    if not _hook_registered:
+        _hook_registered = True
+        # If mxnet is already imported, wrapt calls the hook at once.
+        wrapt.register_post_import_hook(_on_mxnet_import, "mxnet")
+
+
+def _on_mxnet_import(module):
+    # Runs inside the user's `import mxnet`: nothing of ours may make that import fail.
+    try:
+        with _lock:
+            _sync(module)
+    except Exception as exc:  # pylint: disable=broad-except
+        logger.debug("mxcompat could not patch mxnet", exc_info=True)
+        warn_once("hook-failed", "mxcompat could not patch mxnet (%s: %s); mxnet is imported "
+                  "unpatched" % (type(exc).__name__, exc))
+
+
+def _ready_mxnet():
+    """The imported mxnet, or ``None`` if it is absent or still executing its __init__."""
+    mx = sys.modules.get("mxnet")
+    if mx is None:
+        return None
+    spec = getattr(mx, "__spec__", None)
+    if spec is not None and getattr(spec, "_initializing", False):
+        # Another thread is importing it: the post-import hook will patch when it is done.
+        return None
+    return mx
+
+
+def _sync(mx=None):
+    mx = mx or _ready_mxnet()
+    if mx is None:
+        return
+    version = _compat.parse_version(getattr(mx, "__version__", ""))
+    if not _compat.is_supported(version):
+        if _wanted:
+            warn_once("unsupported-version",
+                      "mxcompat supports mxnet %s; the imported mxnet is %r, so nothing is "
+                      "patched" % (_compat.SUPPORTED, getattr(mx, "__version__", None)))
+        return
+    desired = [n for n in _registry if n in _wanted and n not in _broken
+               and _registry[n].applies_to(version)]
+    active = list(_active)
+    keep = 0
+    while keep < min(len(desired), len(active)) and desired[keep] == active[keep]:
+        keep += 1
+    # Patches are unwound from the top; one that other code has wrapped over in a way that
+    # cannot be unwrapped from beneath pins itself and everything below it.
+    for index in range(len(active) - 1, keep - 1, -1):
+        blocker = _foreign_wrapper(active[index])
+        if blocker is not None:
+            for name in active[keep:index + 1]:
+                if name not in desired:
+                    _warn_pinned(name, active[index], blocker)
+            keep = index + 1
+            break
+    for name in reversed(active[keep:]):
+        _remove(name)
+    for name in desired:
+        if name in _active:
+            continue
+        try:
+            _apply(name)
+        except Exception as exc:  # pylint: disable=broad-except
+            # One patch that cannot be applied (a target missing in some build, a bug of
+            # ours) must not take the others, or the user's `import mxnet`, with it.
+            _broken[name] = "%s: %s" % (type(exc).__name__, exc)
+            logger.debug("patch %s failed", name, exc_info=True)
+            warn_once(("patch-failed", name),
+                      "mxcompat's patch %r could not be applied to mxnet %s (%s), so it is off; "
+                      "the other patches are applied" % (name, mx.__version__, _broken[name]))
+
+
+def _resolve(target):
+    # Only modules already in sys.modules are used: mxnet/__init__ imports all we patch, and
+    # importing here (under our lock) could deadlock against another thread's import.
+    module = sys.modules.get(target.module)
+    if module is None:
+        if target.optional:
+            return None
+        raise RuntimeError("mxcompat: %s is not imported" % target.module)
+    parts = target.path.split(".")
+    parent = module
+    for part in parts[:-1]:
+        parent = getattr(parent, part)
+    return parent, parts[-1]
+
+
+def _apply(name):
+    p = _registry[name]
+    records = []
+    try:
+        for target in p.targets:
+            resolved = _resolve(target)
+            if resolved is None:
+                continue
+            parent, attr = resolved
+            # __dict__, not getattr: restore the raw object (a staticmethod stays one) and
+            # know whether the attribute was the class's own or inherited.
+            owned = attr in vars(parent)
+            if target.new is None and not hasattr(parent, attr):
+                if target.optional:
+                    continue
+                raise AttributeError("mxcompat: %s.%s not found" % (target.module, target.path))
+            original = vars(parent)[attr] if owned else None
+            if target.new is None and not owned and _wrapped_by(
+                    _raw_attribute(parent, attr), name):
+                # Inherited from a class this patch already wrapped (e.g. a metric's reset
+                # from EvalMetric on releases where the subclass has none): wrapping again
+                # would run the wrapper twice.
+                continue
+            if target.wrapper is not None:
+                installed = wrapt.wrap_function_wrapper(parent, attr, target.wrapper)
+                installed._self_mxcompat_patch = name
+            elif target.proxy is not None:
+                installed = target.proxy(getattr(parent, attr))
+                installed._self_mxcompat_patch = name
+                setattr(parent, attr, installed)
+            else:
+                installed = target.new
+                setattr(parent, attr, installed)
+            records.append((parent, attr, owned, original, installed))
+    except Exception:
+        _restore(records)
+        raise
+    if p.on_apply is not None:
+        try:
+            p.on_apply()
+        except Exception:
+            _restore(records)
+            raise
+    _active[name] = records
+    logger.debug("patched %s", name)
+
+
+def _raw_attribute(parent, attr):
+    """The attribute as stored, looked up along the MRO for a class (no descriptor binding)."""
+    if isinstance(parent, type):
+        for klass in parent.__mro__:
+            if attr in vars(klass):
+                return vars(klass)[attr]
+        return None
+    return vars(parent).get(attr)
+
+
+def _wrapped_by(obj, name):
+    """True if ``obj`` is, or stacks on, a wrapper installed by the patch ``name``."""
+    while hasattr(obj, "_self_mxcompat_patch"):
+        if obj._self_mxcompat_patch == name:
+            return True
+        obj = obj.__wrapped__
+    return False
+
+
+def _restore(records):
+    for parent, attr, owned, original, installed in reversed(records):
+        current = vars(parent).get(attr)
+        if current is not installed:
+            # Other code wrapped over ours since (ddtrace, OpenTelemetry: wrapt proxies):
+            # take ours out from beneath theirs, so their wrapper survives.  Replaced
+            # outright (not wrapped), the attribute is theirs: leave it.
+            # An attribute we added (no wrapper of ours beneath theirs) stays: theirs needs it.
+            outer = _outer_of(current, installed)
+            if outer is not None and hasattr(installed, "__wrapped__"):
+                outer.__wrapped__ = installed.__wrapped__
+            continue
+        if owned:
+            setattr(parent, attr, original)
+        else:
+            delattr(parent, attr)
+
+
+# wrapt 2 proxies (FunctionWrapper included) derive from BaseObjectProxy, wrapt 1's from
+# ObjectProxy.
+_PROXY = getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy)
+
+
+def _outer_of(obj, installed):
+    """The wrapt proxy in the chain from ``obj`` whose ``__wrapped__`` is ``installed``."""
+    while isinstance(obj, _PROXY):
+        if obj.__wrapped__ is installed:
+            return obj
+        obj = obj.__wrapped__
+    return None
+
+
+def _foreign_wrapper(name):
+    """Something other code installed over patch ``name`` that cannot be unwrapped from
+    beneath (not a wrapt proxy chain), or ``None``."""
+    for parent, attr, _, _, installed in _active[name]:
+        current = vars(parent).get(attr)
+        # Our own patches stacked above are unwound before this one is removed.
+        while current is not installed and hasattr(current, "_self_mxcompat_patch"):
+            current = current.__wrapped__
+        if (current is not installed and _outer_of(current, installed) is None
+                and _reaches(current, installed)):
+            return current
+    return None
+
+
+def _reaches(obj, installed):
+    # A wrapper made with functools.wraps names what it wraps in __wrapped__; one without
+    # it cannot be told from a replacement, and a replacement does not need us beneath it.
+    seen = 0
+    while obj is not None and seen < 100:
+        if obj is installed:
+            return True
+        obj = getattr(obj, "__wrapped__", None)
+        seen += 1
+    return False
+
+
+def _warn_pinned(name, holder, blocker):
+    warn_once(("unpatch-pinned", name),
+              "mxcompat cannot remove its patch %r: other code has wrapped over what patch %r "
+              "wraps (with %r) since mxcompat patched it, and removing mxcompat's wrapper "
+              "from beneath would drop that wrapper too, so patch %r stays applied"
+              % (name, holder, blocker, name))
+
+
+def _remove(name):
+    records = _active.pop(name)
+    p = _registry[name]
+    if p.on_remove is not None:
+        p.on_remove()
+    _restore(records)
+    logger.debug("unpatched %s", name)

@@ -1,0 +1,43 @@
+"""Every ``MXCOMPAT_*`` environment variable: its name, how its value is read and the help
+``mxcompat --help`` prints for it.  Only ``os`` is imported: the import hook reads these at
+``import mxcompat``, before anything else of mxcompat is loaded."""
+import os
+
+DISABLE = "MXCOMPAT_DISABLE"                    # a flag: no patch at all
+DISABLE_PATCHES = "MXCOMPAT_DISABLE_PATCHES"    # a list: every patch but these
+FREEZE = "MXCOMPAT_FREEZE"                      # a list: parameter names / globs to freeze
+NUMPY_LEGACY = "MXCOMPAT_NUMPY_LEGACY"          # a flag: the opt-in for users' NumPy code
+
+# The tools' own: a traceback under each failed `mxcompat check` line; where `mxcompat matrix`
+# caches its environments; the name of the matrix env a command runs in (set for it).
+CHECK_TRACEBACK = "MXCOMPAT_CHECK_TRACEBACK"
+MATRIX_CACHE = "MXCOMPAT_MATRIX_CACHE"
+MATRIX_ENV = "MXCOMPAT_MATRIX_ENV"
+
+# Set in the environment, these make `import mxcompat` load everything at once (a bad value
+# is warned about at import, as always); the others are read when mxnet is imported.
+READ_AT_IMPORT = (FREEZE, NUMPY_LEGACY, DISABLE_PATCHES)
+
+HELP = """environment variables (read by every process that imports mxcompat):
+  MXCOMPAT_DISABLE=1               apply no patch at all
+  MXCOMPAT_DISABLE_PATCHES=a,b     apply every patch but these
+  MXCOMPAT_FREEZE=p1,p2            freeze these parameter names / globs at import
+  MXCOMPAT_NUMPY_LEGACY=1          serve NumPy names today's NumPy removed to legacy code
+                                   (np.asscalar, np.float...), one warning per name
+"""
+
+_FALSY = ("", "0", "false", "no", "off")
+
+
+def flag(name):
+    """Whether variable ``name`` is set to something true."""
+    return os.environ.get(name, "").strip().lower() not in _FALSY
+
+
+def items(name):
+    """The comma-separated items of variable ``name``, stripped, empty ones left out."""
+    return [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
+
+
+def any_read_at_import():
+    return any(os.environ.get(name) for name in READ_AT_IMPORT)

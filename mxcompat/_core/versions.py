@@ -1,0 +1,88 @@
+"""The supported combinations of MXNet, Python and NumPy, and how each is installed.
+
+The one table: ``mxcompat matrix`` builds its environments from it, and the test suite checks
+that ``tox.ini`` (our own matrix) and the README's "Supported versions" table say the same
+(tests/core/test_versions.py), so the three never drift.  Each row was found by installing
+the release on that stack and running it: a release's own pins (1.3.1 and 1.4.1 declare
+``numpy<1.15``, so Python 3.7 is the newest with wheels) give its first row; the rows beyond
+them install MXNet with ``--no-deps`` beside a newer NumPy, and load through mxcompat.
+"""
+from collections import namedtuple
+
+from packaging.version import Version
+
+# What every MXNet wheel requires besides NumPy: installed by hand next to a --no-deps MXNet.
+MXNET_EXTRAS = ("requests<3", "graphviz==0.8.4")
+
+
+class Combination(namedtuple("Combination", "name mxnet python numpy no_deps")):
+    """One environment: ``mxnet`` is the wheel's exact version, ``numpy`` a requirement
+    (``numpy==1.23.5``, or ``numpy>=2`` for the newest there is), ``no_deps`` whether MXNet is
+    installed with ``--no-deps`` (its wheel pins ``numpy<2``, or ``<1.15``, which NumPy 2
+    envs must ignore).  ``name`` is the tox env's."""
+
+    __slots__ = ()
+
+    @property
+    def latest(self):
+        """Whether NumPy is unpinned (the newest release, whatever it is today)."""
+        return not self.numpy.startswith("numpy==")
+
+    @property
+    def numpy_version(self):
+        """The pinned NumPy version, or ``None`` for the newest."""
+        return None if self.latest else self.numpy[len("numpy=="):]
+
+    @property
+    def modern(self):
+        """Today's stack: Python 3.12+ (NumPy 1.26 or 2)."""
+        return Version(self.python) >= Version("3.12")
+
+    def install_steps(self):
+        """The pip arguments of each install, in order, into a fresh environment."""
+        if self.no_deps:
+            return [["--no-deps", "mxnet==" + self.mxnet], [self.numpy] + list(MXNET_EXTRAS)]
+        return [["mxnet==" + self.mxnet, self.numpy]]
+
+    def install_lines(self):
+        """``install_steps`` as the command lines a user would type."""
+        return ["pip install " + " ".join(_quoted(a) for a in step)
+                for step in self.install_steps()]
+
+
+def _quoted(arg):
+    return '"%s"' % arg if any(c in arg for c in "<>") else arg
+
+
+def _combination(name, mxnet, python, numpy, no_deps=False):
+    return Combination(name, mxnet, python, numpy, no_deps)
+
+
+# Each MXNet release on the newest Python and NumPy its wheel's pins allow, then today's stack
+# (Python 3.12/3.13 with NumPy 1.26 and 2.x), which only mxcompat makes MXNet load on.
+COMBINATIONS = (
+    _combination("mx191", "1.9.1", "3.11", "numpy==1.23.5"),
+    _combination("mx180", "1.8.0.post0", "3.11", "numpy==1.23.5"),
+    _combination("mx170", "1.7.0.post2", "3.11", "numpy==1.23.5"),
+    _combination("mx160", "1.6.0", "3.11", "numpy==1.23.5"),
+    _combination("mx151", "1.5.1.post0", "3.11", "numpy==1.23.5"),
+    # numpy<1.15 (1.3.1/1.4.1's pin) has no wheel after Python 3.7.
+    _combination("mx141", "1.4.1", "3.7", "numpy==1.14.6"),
+    _combination("mx131", "1.3.1", "3.7", "numpy==1.14.6"),
+    # 1.26 is the only NumPy < 2 with Python 3.12 wheels.
+    _combination("py312-mxnet191-numpy126", "1.9.1", "3.12", "numpy==1.26.4"),
+    _combination("py313-mxnet191-numpy24", "1.9.1", "3.13", "numpy==2.4.6", no_deps=True),
+    _combination("py313-mxnet151-numpy24", "1.5.1.post0", "3.13", "numpy==2.4.6", no_deps=True),
+    _combination("py313-mxnet141-numpy21", "1.4.1", "3.13", "numpy==2.1.3", no_deps=True),
+    _combination("py313-mxnet131-numpy21", "1.3.1", "3.13", "numpy==2.1.3", no_deps=True),
+    # MXNet will never release again: a new NumPy must be caught by the matrix, not a user.
+    _combination("py313-mxnet191-numpylatest", "1.9.1", "3.13", "numpy>=2", no_deps=True),
+    _combination("py313-mxnet151-numpylatest", "1.5.1.post0", "3.13", "numpy>=2", no_deps=True),
+)
+
+
+def by_name(name):
+    for combination in COMBINATIONS:
+        if combination.name == name:
+            return combination
+    raise KeyError(name)

@@ -1,0 +1,107 @@
+"""``mxcompat.quantize``: int8/uint8 quantization of a Module or a Gluon block, per release.
+
+MXNet's ``contrib.quantization`` takes ``(sym, arg_params, aux_params)``, so a Gluon model had
+to go through files first, and which function gives a graph that runs depends on the release
+and the build: on CPU, plain ``quantize_model``'s output fails at forward on a
+conv + BatchNorm + pool net ("could not create a primitive descriptor iterator", or
+"Quantized BN currently don't support calib_mode=None"), while ``quantize_model_mkldnn``
+(1.6+, MKLDNN builds) fuses and runs.  Builds without MKLDNN (the pip wheels before 1.7)
+have no CPU kernels for quantized convolution: their quantized graphs raise or crash the
+interpreter at bind, so ``quantize`` refuses them up front with the reason.
+"""
+
+from .._core import facts as _compat
+from . import to_module
+from .graph import _inference_symbol
+
+
+def _calib_iter(mx, calib_data, data_names):
+    if calib_data is None or isinstance(calib_data, mx.io.DataIter):
+        return calib_data
+    # An array (or a list, one per input): batches of at most 32 examples.
+    arrays = list(calib_data) if isinstance(calib_data, (list, tuple)) else [calib_data]
+    batch = min(32, arrays[0].shape[0])
+    return mx.io.NDArrayIter(dict(zip(data_names, arrays)), batch_size=batch)
+
+
+def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8",
+             num_calib_examples=None, excluded_sym_names=None, ctx=None, data_names=None,
+             data_shapes=None, **kwargs):
+    """Quantize ``model`` and return a ``Module`` of the quantized graph.
+
+    ``model``: a ``Module`` with parameters, a ``HybridBlock`` (converted with
+    ``to_module(copy=False)``: nothing copied) or a ``(symbol, arg_params, aux_params)``
+    tuple.  Loss heads are replaced by their inference op first (as in ``to_gluon``), so the
+    quantized module needs no label.  ``calib_data``: a ``DataIter`` or an array (or a list of
+    arrays, one per input) for ``calib_mode='naive'`` (min/max of each layer's output) or
+    ``'entropy'``; ``calib_mode='none'`` needs none.  ``ctx`` (default CPU) runs the
+    calibration; on CPU ``quantize_model_mkldnn`` is used (fused oneDNN graph), elsewhere
+    ``quantize_model``.  Further keyword arguments go to that MXNet function.
+
+    The returned module holds the quantized parameters (bound when ``data_shapes`` are given)
+    and is independent of ``model``.  On a CPU without an MKLDNN build (pip wheels before 1.7)
+    this raises ``RuntimeError``: MXNet's quantized CPU operators cannot run there.
+    """
+    import mxnet as mx
+    qz = mx.contrib.quantization
+    ctx = ctx or mx.cpu()
+    if isinstance(model, mx.gluon.HybridBlock):
+        model = to_module(model, data_names=data_names, copy=False)
+    if isinstance(model, mx.mod.Module):
+        if not model.params_initialized:
+            raise ValueError("mxcompat.quantize: the module has no parameters yet")
+        symbol = model.symbol
+        data_names = list(model.data_names)
+        if model.binded or _compat.since(_compat.UNBOUND_GET_PARAMS):
+            arg_params, aux_params = model.get_params()
+        else:
+            arg_params, aux_params = model._arg_params, model._aux_params
+    else:
+        try:
+            symbol, arg_params, aux_params = model
+        except (TypeError, ValueError):
+            raise TypeError("mxcompat.quantize: expected a Module, a HybridBlock or a "
+                            "(symbol, arg_params, aux_params) tuple, got %s"
+                            % type(model).__name__) from None
+        data_names = list(data_names or ["data"])
+    if quantized_dtype == "auto" and not _compat.since(_compat.QUANTIZE_AUTO_DTYPE):
+        raise ValueError("mxcompat.quantize: quantized_dtype='auto' needs MXNet 1.5 or later "
+                         "(this is %s); use 'int8' or 'uint8'" % mx.__version__)
+    symbol = _inference_symbol(symbol)
+    names = set(symbol.list_arguments())
+    arg_params = {k: v for k, v in arg_params.items() if k in names}
+    aux_params = dict(aux_params)
+
+    if ctx.device_type == "cpu":
+        if not (_compat.since(_compat.QUANTIZE_MODEL_MKLDNN) and _compat.has_mkldnn()):
+            raise RuntimeError(
+                "mxcompat.quantize: MXNet %s runs quantized graphs on CPU only in a build with "
+                "MKLDNN (oneDNN) and quantize_model_mkldnn (the pip wheels from 1.7); this build "
+                "has none, and its quantized CPU operators fail or crash the process. Quantize "
+                "for a GPU context (ctx=mx.gpu()) or use an MKLDNN build." % mx.__version__)
+        function = qz.quantize_model_mkldnn
+    else:
+        function = qz.quantize_model
+    options = dict(data_names=tuple(data_names), label_names=(), ctx=ctx,
+                   excluded_sym_names=excluded_sym_names, calib_mode=calib_mode,
+                   calib_data=_calib_iter(mx, calib_data, data_names),
+                   num_calib_examples=num_calib_examples, quantized_dtype=quantized_dtype)
+    options.update(kwargs)
+    qsym, qargs, qauxs = function(symbol, arg_params, aux_params, **options)
+
+    # Unquantized parameters come back as the very arrays given: copy them, so the result
+    # never shares with the model (which, from a block, shares with the block).
+    given = {id(a) for a in list(arg_params.values()) + list(aux_params.values())}
+    qargs = {k: (v.copy() if id(v) in given else v) for k, v in qargs.items()}
+    qauxs = {k: (v.copy() if id(v) in given else v) for k, v in qauxs.items()}
+    mod = mx.mod.Module(qsym, data_names=data_names, label_names=[], context=ctx)
+    if data_shapes is not None:
+        mod.bind(data_shapes=data_shapes, for_training=False)
+        mod.set_params(qargs, qauxs, allow_missing=False, allow_extra=True)
+    else:
+        names = set(qsym.list_arguments())
+        mod._arg_params = {k: v for k, v in qargs.items() if k in names}
+        auxs = set(qsym.list_auxiliary_states())
+        mod._aux_params = {k: v for k, v in qauxs.items() if k in auxs}
+        mod.params_initialized = True
+    return mod

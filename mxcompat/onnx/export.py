@@ -1,0 +1,219 @@
+"""``mxcompat.to_onnx``: a Module, HybridBlock or symbol triple to an ``onnx.ModelProto``,
+converted in memory by MXNet's own exporter (in the scope ``exporter`` sets up)."""
+import json
+import sys
+
+from .._core import facts as _compat
+from ..convert._common import _fail, _mx, _names
+from ..convert.graph import (_block_graph, _block_params, _inference_symbol,
+                             _module_inference_symbol, _module_inputs)
+from ..convert.module_to_gluon import _module_arrays
+from .exporter import (_converters, _exporting, _graph_class, _import_onnx,
+                       _import_onnxruntime, _opsets)
+
+
+def _shape_list(input_shapes, inputs, known):
+    """One shape per name of ``inputs``, from a dict, a list (in order) or one tuple."""
+    if input_shapes is None:
+        if all(n in known for n in inputs):
+            return [tuple(known[n]) for n in inputs]
+        raise _fail("to_onnx", "input_shapes is needed for %s (e.g. input_shapes=[(1, 3, 224, "
+                    "224)] or {'data': (1, 3, 224, 224)}); only a bound Module knows its own"
+                    % _names(inputs))
+    if isinstance(input_shapes, dict):
+        missing = [n for n in inputs if n not in input_shapes]
+        extra = [n for n in input_shapes if n not in inputs]
+        if missing or extra:
+            raise _fail("to_onnx", "input_shapes names %s, the model's inputs are %s"
+                        % (_names(input_shapes), _names(inputs)))
+        return [tuple(input_shapes[n]) for n in inputs]
+    shapes = list(input_shapes)
+    if shapes and all(isinstance(s, int) for s in shapes):
+        shapes = [shapes]
+    shapes = [tuple(getattr(s, "shape", None) or (s[1] if len(s) == 2 and isinstance(s[0], str)
+                                                  else s)) for s in shapes]
+    if len(shapes) != len(inputs):
+        raise _fail("to_onnx", "%d input shape(s) given, the model has %d input(s): %s"
+                    % (len(shapes), len(inputs), _names(inputs)))
+    return shapes
+
+
+def _from_module(module):
+    args, auxs, _ = _module_arrays(module, "to_onnx")
+    inputs = _module_inputs(module)
+    symbol = _module_inference_symbol(module, inputs, args)
+    known = {}
+    if module.binded:
+        known = {d.name if hasattr(d, "name") else d[0]: d.shape if hasattr(d, "shape") else d[1]
+                 for d in module.data_shapes}
+    params = {n: a[0] for n, a in list(args.items()) + list(auxs.items())}
+    return symbol, params, inputs, known
+
+
+def _from_block(block):
+    names, out = _block_graph(block, None if getattr(block, "_cached_graph", ()) else ["data"],
+                              "to_onnx")
+    symbol = _inference_symbol(out)
+    params = _block_params(block)
+    used = [n for n in symbol.list_arguments() + symbol.list_auxiliary_states() if n not in names]
+    unset = [n for n in used if n not in params or params[n]._data is None]
+    if unset:
+        raise _fail("to_onnx", "parameter(s) %s of the block are not initialised; call "
+                    "initialize() and run one forward pass first" % _names(unset))
+    if not _compat.since(_compat.GLUON_AUX_WRITES_ORDERED):
+        _mx().nd.waitall()   # the last training step's BatchNorm statistics (see convert)
+    return symbol, {n: params[n]._data[0] for n in used}, names, {}
+
+
+def _from_triple(triple):
+    mx = _mx()
+    if len(triple) != 3 or not isinstance(triple[0], mx.sym.Symbol):
+        raise _fail("to_onnx", "a (symbol, arg_params, aux_params) triple was expected", TypeError)
+    symbol = _inference_symbol(triple[0])
+    params = dict(triple[1] or {})
+    params.update(triple[2] or {})
+    inputs = [n for n in symbol.list_inputs() if n not in params]
+    params = {n: v for n, v in params.items() if n in set(symbol.list_inputs())}
+    return symbol, params, inputs, {}
+
+
+def _source(model):
+    mx = _mx()
+    if isinstance(model, mx.mod.Module):
+        return _from_module(model)
+    if isinstance(model, mx.gluon.HybridBlock):
+        return _from_block(model)
+    if isinstance(model, (tuple, list)):
+        return _from_triple(model)
+    raise _fail("to_onnx", "expected a Module, a HybridBlock or a (symbol, arg_params, aux_params) "
+                "triple, got %s" % type(model).__name__, TypeError)
+
+
+def _unconvertible(symbol, converters):
+    """{op: [node names]} of the nodes MXNet's exporter has no converter for."""
+    found = {}
+    for node in json.loads(symbol.tojson())["nodes"]:
+        if node["op"] not in converters:
+            found.setdefault(node["op"], []).append(node["name"])
+    return found
+
+
+def _without_noop_reshape_like(symbol, shapes):
+    """``symbol`` with each ``reshape_like`` whose input already has the shape made a copy.
+    The SoftmaxOutput head of to_gluon (``convert.graph._head_symbol``) ends in one, which the
+    exporter before 1.9 cannot convert; on a classifier's 2-d output it changes nothing."""
+    mx = _mx()
+    graph = json.loads(symbol.tojson())
+    nodes = graph["nodes"]
+    if not any(n["op"] == "reshape_like" for n in nodes):
+        return symbol
+    internals = symbol.get_internals()
+    _, out_shapes, _ = internals.infer_shape(**shapes)
+    shape_of = dict(zip(internals.list_outputs(), out_shapes))
+
+    def entry_shape(e):
+        node = nodes[e[0]]
+        if node["op"] == "null":
+            return shape_of.get(node["name"])
+        outputs = [k for k in shape_of if k.startswith(node["name"] + "_output")]
+        name = node["name"] + ("_output" if len(outputs) <= 1 else "_output%d" % e[1])
+        return shape_of.get(name)
+
+    changed = False
+    for node in nodes:
+        if node["op"] == "reshape_like" and entry_shape(node["inputs"][0]) is not None \
+                and entry_shape(node["inputs"][0]) == entry_shape(node["inputs"][1]):
+            node["op"] = "_copy"
+            node["inputs"] = node["inputs"][:1]
+            node.pop("attrs", None)
+            changed = True
+    return mx.sym.load_json(json.dumps(graph)) if changed else symbol
+
+
+def _describe_missing(missing):
+    parts = []
+    for op, nodes in sorted(missing.items()):
+        parts.append("%r (%s)" % (op, "node %r" % nodes[0] if len(nodes) == 1 else
+                                  "%d nodes, the first %r" % (len(nodes), nodes[0])))
+    return ", ".join(parts)
+
+
+def _graph_proto(graph_class, symbol, params, shapes, opset):
+    onnx = sys.modules["onnx"]
+    float_type = onnx.TensorProto.FLOAT
+    converter = graph_class()
+    if _compat.since(_compat.MX_ONNX_PACKAGE):
+        return converter.create_onnx_graph_proto(symbol, params, shapes,
+                                                 [float_type] * len(shapes),
+                                                 opset_version=opset, dynamic=False)
+    if _compat.since(_compat.ONNX_EXPORT_OPSET_ARG):
+        return converter.create_onnx_graph_proto(symbol, params, shapes, float_type,
+                                                 opset_version=opset)
+    return converter.create_onnx_graph_proto(symbol, params, shapes, float_type)
+
+
+def to_onnx(model, input_shapes=None, path=None, opset=None, verify=True, rtol=1e-4,
+            atol=1e-5):
+    """``model`` as an ``onnx.ModelProto``, converted by MXNet's own exporter.
+
+    ``model``: a ``Module`` (bound, or with parameters only, as from ``Module.load``), a
+    ``HybridBlock`` with initialised parameters (hybridized and run, or callable on a symbol),
+    or a ``(symbol, arg_params, aux_params)`` triple.  ``input_shapes``: one shape per input
+    (a list in the model's input order, a dict by name, or one tuple); a bound Module's own
+    are the default.  Inputs are float32.  Loss heads become their inference ops
+    (``SoftmaxOutput`` -> softmax ...), as in ``to_gluon``; parameters are initializers only.
+    ``opset``: default the newest this MXNet's exporter writes; others in its range.
+    ``path``: also write the model there.  ``verify``: run the model in onnxruntime on a
+    seeded random input and compare with MXNet's output (per output, ``|onnx - mxnet| <= atol
+    + rtol * max|mxnet|``); a disagreement raises ``AssertionError`` with the largest difference
+    and the first node whose output differs.  An operator the exporter cannot convert raises
+    ``NotImplementedError`` naming it (and every other one), before anything is converted.
+    """
+    _import_onnx("mxcompat.to_onnx")
+    if verify:
+        _import_onnxruntime()
+    mx = _mx()
+    symbol, params, inputs, known = _source(model)
+    shapes = _shape_list(input_shapes, inputs, known)
+    low, high = _opsets()
+    if opset is None:
+        opset = high
+    elif not low <= opset <= high:
+        raise _fail("to_onnx", "opset=%r: MXNet %s's exporter writes opset %s" % (
+            opset, mx.__version__, low if low == high else "%d to %d" % (low, high)))
+    graph_class = _graph_class()
+    converters = _converters(graph_class, opset)
+    if "reshape_like" not in converters:
+        symbol = _without_noop_reshape_like(symbol, dict(zip(inputs, shapes)))
+    missing = _unconvertible(symbol, converters)
+    if missing:
+        raise _fail("to_onnx", "MXNet %s's ONNX exporter (opset %d) cannot convert operator%s %s"
+                    % (mx.__version__, opset, "s" if len(missing) > 1 else "",
+                       _describe_missing(missing)), NotImplementedError)
+    with _exporting(opset) as onnx:
+        graph = _graph_proto(graph_class, symbol, params, shapes, opset)
+    model_proto = _model(onnx, graph, opset)
+    if verify:
+        from .verify import _verify   # onnxruntime's side: loaded when asked for
+        _verify(model_proto, symbol, params, inputs, shapes, rtol, atol)
+    if path is not None:
+        onnx.save(model_proto, path)
+    return model_proto
+
+
+def _model(onnx, graph, opset):
+    helper = onnx.helper
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="mxnet+mxcompat")
+    finder = getattr(helper, "find_min_ir_version_for", None)
+    if finder is not None:
+        # The IR version of the opset, not of the installed onnx: onnxruntime releases
+        # older than that onnx load it too.  At least 4: from IR 4 an initializer need not be
+        # a graph input.
+        model.ir_version = max(finder(list(model.opset_import)), 4)
+    initializers = {t.name for t in model.graph.initializer}
+    graph_inputs = [i for i in model.graph.input if i.name not in initializers]
+    del model.graph.input[:]
+    model.graph.input.extend(graph_inputs)
+    onnx.checker.check_model(model)
+    return model

@@ -1,0 +1,197 @@
+"""MXNet's own exporter on today's onnx: the scope of an export (``onnx.mapping`` there, the
+opset the release writes on the exporting thread) and what each release's exporter is."""
+import contextlib
+import sys
+import threading
+import types
+
+import wrapt
+
+from .._core import facts as _compat
+from .._core.scope import SharedScope
+
+INSTALL_HINT = "pip install 'mxcompat[onnx]'  (or: pip install onnx onnxruntime)"
+
+
+
+def _import_onnx(what="exporting to ONNX"):
+    try:
+        import onnx
+        import onnx.checker
+        import onnx.defs
+        import onnx.helper
+    except ImportError as err:
+        raise ImportError("mxcompat: %s needs the onnx package, which cannot be imported "
+                          "here (%s); install it: %s" % (what, err, INSTALL_HINT)) from None
+    return onnx
+
+
+def _import_onnxruntime():
+    try:
+        import onnxruntime
+    except ImportError as err:
+        raise ImportError("mxcompat.to_onnx: verify=True runs the exported model in "
+                          "onnxruntime, which cannot be imported here (%s); install it (%s) "
+                          "or pass verify=False" % (err, INSTALL_HINT)) from None
+    return onnxruntime
+
+
+# --- the scope of an MXNet export ----------------------------------------------------------
+
+_thread = threading.local()   # .opsets: the opset of each export running on this thread
+
+
+def _opset_here():
+    opsets = getattr(_thread, "opsets", None)
+    return opsets[-1] if opsets else None
+
+
+def _mapping_module(onnx):
+    """What ``onnx.mapping`` held for MXNet: numpy dtype <-> TensorProto type."""
+    helper = onnx.helper
+    to_np = {}
+    for tensor_type in helper.get_all_tensor_dtypes():
+        try:
+            to_np[tensor_type] = helper.tensor_dtype_to_np_dtype(tensor_type)
+        except Exception:  # pylint: disable=broad-except
+            continue   # a type without a NumPy counterpart (e.g. FLOAT4E2M1 without ml_dtypes)
+    from_np = {}
+    # Lowest type number first: float32 -> FLOAT, uint16 -> UINT16 (not BFLOAT16), as onnx
+    # had it.
+    for tensor_type in sorted(to_np):
+        from_np.setdefault(to_np[tensor_type], tensor_type)
+    module = types.ModuleType("onnx.mapping")
+    module.__doc__ = "mxcompat's onnx.mapping, there only while an MXNet export runs"
+    module.TENSOR_TYPE_TO_NP_TYPE = to_np
+    module.NP_TYPE_TO_TENSOR_TYPE = from_np
+    return module
+
+
+def _opset_version(wrapped, instance, args, kwargs):
+    opset = _opset_here()
+    return opset if opset is not None else wrapped(*args, **kwargs)
+
+
+def _checker_context(onnx, opset):
+    ctx = onnx.checker.C.CheckerContext()
+    ctx.ir_version = onnx.IR_VERSION
+    ctx.opset_imports = {"": opset}
+    return ctx
+
+
+def _check_graph(wrapped, instance, args, kwargs):
+    opset = _opset_here()
+    if opset is not None and len(args) < 2 and "ctx" not in kwargs:
+        kwargs = dict(kwargs, ctx=_checker_context(sys.modules["onnx"], opset))
+    return wrapped(*args, **kwargs)
+
+
+def _install(onnx):
+    undo = []
+    if not hasattr(onnx, "mapping"):
+        module = _mapping_module(onnx)
+        onnx.mapping = module
+        sys.modules["onnx.mapping"] = module
+        undo.append(_drop_mapping)
+    for parent, attr, wrapper in ((onnx.defs, "onnx_opset_version", _opset_version),
+                                  (onnx.checker, "check_graph", _check_graph)):
+        original = getattr(parent, attr)
+        installed = wrapt.FunctionWrapper(original, wrapper)
+        setattr(parent, attr, installed)
+        undo.append(_restorer(parent, attr, original, installed))
+    return undo
+
+
+def _drop_mapping():
+    onnx = sys.modules["onnx"]
+    if getattr(onnx, "mapping", None) is sys.modules.get("onnx.mapping"):
+        del onnx.mapping
+    sys.modules.pop("onnx.mapping", None)
+
+
+def _restorer(parent, attr, original, installed):
+    def restore():
+        # Wrapped over by someone else meanwhile: ours stays beneath theirs, and passes
+        # every call through outside an export.
+        if getattr(parent, attr) is installed:
+            setattr(parent, attr, original)
+    return restore
+
+
+def _install_for_exports():
+    undos = _install(sys.modules["onnx"])
+
+    def undo():
+        for step in reversed(undos):
+            step()
+    return undo
+
+
+# What _install changes, in place while any export runs (any thread).
+_exports = SharedScope(_install_for_exports)
+
+
+@contextlib.contextmanager
+def _exporting(opset):
+    """onnx as MXNet's exporter needs it (see the module docstring), for the duration."""
+    onnx = _import_onnx()
+    with _exports:
+        opsets = _thread.__dict__.setdefault("opsets", [])
+        opsets.append(opset)
+        try:
+            yield onnx
+        finally:
+            opsets.pop()
+
+
+# --- what each release's exporter is --------------------------------------------------------
+
+def _graph_class():
+    module = ("mxnet.onnx.mx2onnx._export_onnx" if _compat.since(_compat.MX_ONNX_PACKAGE)
+              else "mxnet.contrib.onnx.mx2onnx.export_onnx")
+    __import__(module)
+    return sys.modules[module].MXNetGraph
+
+
+def _opsets():
+    """(lowest, highest) opset this release's exporter writes."""
+    version = _compat.mxnet_version()
+    for since, opsets in reversed(_compat.ONNX_EXPORT_OPSETS):
+        if _compat.since(since, version):
+            return opsets
+    raise RuntimeError("mxcompat: no ONNX exporter known for mxnet %s" % (version,))
+
+
+def _converters(graph_class, opset):
+    """{op name: converter} MXNet's exporter has at ``opset``."""
+    registry = graph_class.registry_
+    if not _compat.since(_compat.ONNX_REGISTRY_BY_OPSET):
+        return dict(registry)
+    ops = {}
+    # 1.9 falls back from the opset asked to older ones (to 12), as convert_layer does.
+    for version in sorted(v for v in registry if v <= opset):
+        ops.update(registry[version])
+    return ops
+
+
+def _export_opset(kwargs):
+    """The opset an ``export_model`` call writes: the one asked for (1.8's
+    ``opset_version``), else the newest this release's exporter knows."""
+    asked = kwargs.get("opset_version") if _compat.since(_compat.ONNX_EXPORT_OPSET_ARG) else None
+    return asked if asked is not None else _opsets()[1]
+
+
+def _wrap_export(wrapped, instance, args, kwargs):
+    try:
+        _import_onnx()
+    except ImportError:
+        return wrapped(*args, **kwargs)   # MXNet's own "Onnx and protobuf need to be installed"
+    opset = _opset_here()
+    with _exporting(opset if opset is not None else _export_opset(kwargs)):
+        return wrapped(*args, **kwargs)
+
+
+def _wrap_graph_proto(wrapped, instance, args, kwargs):
+    if _opset_here() is not None:   # inside export_model or to_onnx: already set up
+        return wrapped(*args, **kwargs)
+    return _wrap_export(wrapped, instance, args, kwargs)

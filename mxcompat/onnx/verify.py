@@ -1,0 +1,155 @@
+"""``to_onnx(verify=True)``: the exported model run in onnxruntime against MXNet, and where
+they part.  Loaded at the first verification only."""
+import contextlib
+import json
+import os
+import sys
+
+from .._core import facts as _compat
+from .._core.scope import SharedScope
+from ..convert._common import _mx
+from .exporter import _import_onnxruntime
+
+
+def _mxnet_outputs(symbol, params, feed):
+    mx = _mx()
+    executor = symbol.simple_bind(mx.cpu(), grad_req="null",
+                                  **{n: v.shape for n, v in feed.items()})
+    for arrays in (executor.arg_dict, executor.aux_dict):
+        for name, array in arrays.items():
+            array[:] = feed[name] if name in feed else params[name]
+    return [o.asnumpy() for o in executor.forward(is_train=False)]
+
+
+def _onnx_outputs(model, feed):
+    ort = _import_onnxruntime()
+    options = ort.SessionOptions()
+    options.log_severity_level = 4   # its errors are raised; printed too, they would repeat
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return names, session.run(None, feed)
+
+
+def _onnx_name(mx_name):
+    return mx_name[:-len("_output")] if mx_name.endswith("_output") else mx_name
+
+
+def _worst(expected, actual, rtol, atol):
+    """(largest |difference|, whether it is beyond tolerance)."""
+    import numpy as np
+    if expected.shape != actual.shape:
+        return float("inf"), True
+    if not expected.size:
+        return 0.0, False
+    expected = expected.astype(np.float64)
+    diff = np.abs(actual.astype(np.float64) - expected)
+    # Relative to the output's largest value: float32 sums in another order differ by a
+    # few ulps of the large terms, which may show in a small element of the result.
+    worst = float(diff.max())
+    return worst, worst > atol + rtol * float(np.abs(expected).max())
+
+
+def _verify(model, symbol, params, inputs, shapes, rtol, atol):
+    import numpy as np
+    rng = np.random.RandomState(0)
+    feed = {n: rng.uniform(-1, 1, s).astype(np.float32) for n, s in zip(inputs, shapes)}
+    expected = _mxnet_outputs(symbol, params, feed)
+    try:
+        names, actual = _onnx_outputs(model, feed)
+    except Exception as err:  # pylint: disable=broad-except
+        # onnxruntime's own exception types differ between its releases.
+        raise AssertionError(
+            "mxcompat.to_onnx: onnxruntime %s cannot run the model MXNet %s's exporter wrote "
+            "(opset %d): %s" % (sys.modules["onnxruntime"].__version__, _mx().__version__,
+                                model.opset_import[0].version, str(err).strip())) from None
+    by_name = dict(zip(names, actual))
+    mx_names = symbol.list_outputs()
+    if len(names) == 1 and len(mx_names) == 1:
+        pairs = [(mx_names[0], expected[0], actual[0])]
+    else:
+        pairs = [(n, e, by_name.get(_onnx_name(n), by_name.get(n)))
+                 for n, e in zip(mx_names, expected)]
+    failures = []
+    for name, e, a in pairs:
+        if a is None:
+            failures.append((name, float("inf")))
+            continue
+        worst, bad = _worst(e, a, rtol, atol)
+        if bad:
+            failures.append((name, worst))
+    if failures:
+        raise AssertionError(
+            "mxcompat.to_onnx: onnxruntime's output differs from MXNet's beyond "
+            "atol=%g, rtol=%g: %s; %s" % (
+                atol, rtol, ", ".join("%s: largest difference %.3g" % f for f in failures),
+                _first_difference(model, symbol, params, feed, rtol, atol)))
+
+
+def _subgraph_backend_none():
+    saved = os.environ.get("MXNET_SUBGRAPH_BACKEND")
+    os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
+
+    def undo():
+        if saved is None:
+            os.environ.pop("MXNET_SUBGRAPH_BACKEND", None)
+        else:
+            os.environ["MXNET_SUBGRAPH_BACKEND"] = saved
+    return undo
+
+
+# Process-wide (os.environ), so counted across threads: two diagnoses overlapping out of
+# order must not leave it set for good.
+_subgraph_off = SharedScope(_subgraph_backend_none)
+
+
+@contextlib.contextmanager
+def _no_subgraph_backend():
+    """MXNet's oneDNN builds (1.7+) partition a graph into fused subgraphs at bind; one whose
+    inner outputs are all graph outputs fails to bind ("in_arg_ctx_map").  MXNet reads
+    MXNET_SUBGRAPH_BACKEND at each bind: off for this one (a diagnosis, after a failure)."""
+    if not _compat.has_mkldnn():   # 1.5 refuses the name NONE; without oneDNN, no partition
+        yield
+        return
+    with _subgraph_off:
+        yield
+
+
+def _first_difference(model, symbol, params, feed, rtol, atol):
+    """Which node's output first differs, in MXNet's order, comparing every intermediate
+    output MXNet and the ONNX graph both name."""
+    onnx = sys.modules["onnx"]
+    internals = symbol.get_internals()
+    mx_names = internals.list_outputs()
+    produced = set()
+    for node in model.graph.node:
+        produced.update(node.output)
+    variables = set(symbol.list_inputs())
+    wanted = [n for n in mx_names if n not in variables and _onnx_name(n) in produced]
+    if not wanted:
+        return "no intermediate output could be compared"
+    probe = type(model)()
+    probe.CopyFrom(model)
+    existing = {o.name for o in probe.graph.output}
+    for name in wanted:
+        if _onnx_name(name) not in existing:
+            probe.graph.output.append(onnx.helper.make_empty_tensor_value_info(_onnx_name(name)))
+    try:
+        # Only the operators' outputs: a Group of the internals with their variables
+        # cannot be bound on every release.
+        probe_symbol = _mx().sym.Group([internals[mx_names.index(n)] for n in wanted])
+        with _no_subgraph_backend():
+            expected = dict(zip(wanted, _mxnet_outputs(probe_symbol, params, feed)))
+        names, actual = _onnx_outputs(probe, feed)
+    except Exception as err:  # pylint: disable=broad-except
+        return "the intermediate outputs could not be compared (%s: %s)" % (
+            type(err).__name__, err)
+    got = dict(zip(names, actual))
+    ops = {n["name"]: n["op"] for n in json.loads(symbol.tojson())["nodes"]}
+    for name in wanted:
+        worst, bad = _worst(expected[name], got[_onnx_name(name)], rtol, atol)
+        if bad:
+            node = _onnx_name(name)
+            return "the first node that differs is %r (%s), largest difference %.3g" % (
+                node, ops.get(node, "?"), worst)
+    return "no intermediate output differs"

@@ -1,0 +1,112 @@
+"""The package's layout keeps its promises: ``patches.ORDER`` is the registry, every patch
+lives under its own name, and the wheel carries every subpackage."""
+import importlib
+import os
+import zipfile
+
+import pytest
+
+import mxcompat
+from mxcompat import patches
+from mxcompat.cli import matrix
+
+from conftest import ROOT
+
+PACKAGE = os.path.join(ROOT, "mxcompat")
+
+
+def test_order_is_the_registry():
+    assert mxcompat.patch_names() == patches.ORDER
+    assert len(set(patches.ORDER)) == len(patches.ORDER)
+
+
+def test_every_patch_lives_under_its_name():
+    in_folder = sorted(f[:-3] for f in os.listdir(os.path.join(PACKAGE, "patches"))
+                       if f.endswith(".py") and f != "__init__.py")
+    assert in_folder == sorted(set(patches.ORDER) - set(patches.HOMES))
+    for name in patches.ORDER:
+        module = importlib.import_module("mxcompat." + patches.module_of(name))
+        assert module.__name__.rsplit(".", 1)[-1] == name
+        assert module.PATCH == name
+
+
+def test_wheel_holds_every_module(tmp_path):
+    try:
+        uv = matrix.find_uv()
+    except matrix.UsageError as e:
+        pytest.skip("building the wheel takes uv, which this env lacks (%s)" % e)
+    log = str(tmp_path / "build.log")
+    built = matrix.Packages(uv, ROOT, None, str(tmp_path), log)
+    with zipfile.ZipFile(built.specs[0]) as wheel:
+        shipped = set(wheel.namelist())
+    sources = set()
+    for folder, dirs, files in os.walk(PACKAGE):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        rel = os.path.relpath(folder, ROOT).replace(os.sep, "/")
+        sources.update(rel + "/" + f for f in files if f.endswith(".py"))
+    assert "mxcompat/_core/registry.py" in sources
+    assert sorted(sources - shipped) == []
+
+
+def _imports_of(path, module):
+    """The mxcompat modules ``module`` (at ``path``) imports, at its top or inside a function."""
+    import ast
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("mxcompat"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            if not source.startswith("mxcompat"):
+                continue
+            for alias in node.names:
+                sub = source + "." + alias.name
+                found.add(sub if sub in _MODULES else source)
+    return found - {module}
+
+
+def _modules():
+    modules = {}
+    for folder, dirs, files in os.walk(PACKAGE):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(folder, f)
+                name = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                modules[name[:-len(".__init__")] if name.endswith(".__init__") else name] = path
+    return modules
+
+
+_MODULES = _modules()
+
+
+def _circles(graph):
+    """Every import circle of ``graph`` ({module: modules it imports}) a depth-first walk meets."""
+    circles, done = [], set()
+
+    def visit(module, path):
+        for target in sorted(graph[module]):
+            if target in path:
+                circles.append(path[path.index(target):] + [target])
+            elif target not in done:
+                visit(target, path + [target])
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            visit(module, [module])
+    return circles
+
+
+def test_no_import_circle():
+    graph = dict((m, _imports_of(p, m) & set(_MODULES)) for m, p in _MODULES.items())
+    assert graph["mxcompat._core.hooks"] >= {"mxcompat._core.settings"}   # the walk sees imports
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _circles(graph) == []

@@ -1,0 +1,172 @@
+"""The reference environment of ``test_results_match_the_reference_environment``, made live.
+
+The promise checked there: MXNet on today's Python/NumPy (with mxcompat) computes exactly what
+the same MXNet release computes, *without* mxcompat, on the stack it was released for.  Both
+sides must run on the same machine in the same test run: MXNet's bundled OpenBLAS and oneDNN
+pick CPU-specific kernels (``OPENBLAS_CORETYPE``, ``DNNL_MAX_CPU_ISA``,
+``MXNET_MKLDNN_ENABLED`` and the CPU itself change the last bits of a training step), so
+results stored on one machine cannot judge another.  On one machine and one setting they are
+bit-identical from run to run (measured with 1 and 2 OpenMP threads, every OpenBLAS core type
+and oneDNN ISA limit tried, and NumPy's own SIMD dispatch limited to AVX2 and to SSE4.1), so the
+comparison is exact.
+
+Where the reference comes from:
+
+* This env *is* a reference stack (Python < 3.12 and NumPy < 1.24: MXNet imports without
+  mxcompat): the same interpreter, in a fresh process that never imports mxcompat.
+* Otherwise: a virtualenv with Python ``REFERENCE_PYTHON`` and NumPy ``REFERENCE_NUMPY`` and the
+  same MXNet wheel (``--no-deps``: 1.3.1/1.4.1 declare ``numpy<1.15``), built once and cached
+  under ``MXCOMPAT_TEST_CACHE`` (default ``~/.cache/mxcompat-tests``); delete that folder to
+  rebuild.  The child runs with this process's environment, so every CPU setting above
+  applies to both sides.
+"""
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from . import numpy_reference
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The stack MXNet's Python layer is judged against: every release 1.3.1 … 1.9.1 imports and
+# trains on it without mxcompat (Python 3.11: the newest 1.6-1.9's pins allow; NumPy 1.23.5: the
+# last before 1.24 removed numpy.bool and the other aliases MXNet reads).
+REFERENCE_PYTHON = "3.11"
+REFERENCE_NUMPY = "1.23.5"
+# What mxnet's wheels require besides numpy (installed by hand beside --no-deps).
+REFERENCE_EXTRAS = ("requests<3", "graphviz==0.8.4")
+
+CACHE_ENV = "MXCOMPAT_TEST_CACHE"
+
+
+class Unavailable(Exception):
+    """No reference environment can be had on this machine (the message says why)."""
+
+
+def _version_tuple(text):
+    return tuple(int(p) for p in text.split(".")[:2] if p.isdigit())
+
+
+def is_reference_stack(numpy_version, python=sys.version_info):
+    """True when plain MXNet runs on this Python/NumPy as released (no patch of the NumPy
+    family is needed): the env is its own reference."""
+    return tuple(python[:2]) < (3, 12) and _version_tuple(numpy_version) < (1, 24)
+
+
+def mxnet_wheel_version():
+    """The installed mxnet distribution's exact version (``1.5.1.post0``, not ``1.5.1``)."""
+    try:
+        from importlib import metadata
+    except ImportError:   # Python 3.7
+        import pkg_resources
+        try:
+            return pkg_resources.get_distribution("mxnet").version
+        except pkg_resources.DistributionNotFound:
+            raise Unavailable("MXNet is not installed as the `mxnet` distribution")
+    try:
+        return metadata.version("mxnet")
+    except metadata.PackageNotFoundError:
+        raise Unavailable("MXNet is not installed as the `mxnet` distribution")
+
+
+def cache_dir():
+    root = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache",
+                                                    "mxcompat-tests")
+    os.makedirs(root, exist_ok=True)
+    return root
+
+
+def _run(cmd, what):
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError("%s failed (%d): %s\n%s" % (what, proc.returncode, " ".join(cmd),
+                                                       proc.stdout[-3000:]))
+
+
+def find_python(version):
+    """The interpreter ``python<version>`` from PATH, else from pyenv's folders (uv and a
+    plain shell do not see pyenv's shims), or None."""
+    found = shutil.which("python" + version)
+    if found and os.sep + "shims" + os.sep not in found:   # a shim may fail to run it
+        return found
+    root = os.environ.get("PYENV_ROOT") or os.path.join(os.path.expanduser("~"), ".pyenv")
+    versions = os.path.join(root, "versions")
+    for v in sorted(os.listdir(versions)) if os.path.isdir(versions) else ():
+        candidate = os.path.join(versions, v, "bin", "python" + version)
+        if v.startswith(version + ".") and os.path.exists(candidate):
+            return candidate
+    return None
+
+
+def cached_venv(name, build):
+    """The Python of the virtualenv ``name`` under ``cache_dir()``, made by ``build(root)`` if
+    missing.
+
+    A file lock makes two runs that need the same env (tox envs run in parallel) build it
+    once; a marker written last makes a half-built env (a killed run) rebuild."""
+    root = os.path.join(cache_dir(), name)
+    python = os.path.join(root, "bin", "python")
+    marker = os.path.join(root, ".complete")
+    with open(root + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(marker):
+            shutil.rmtree(root, ignore_errors=True)
+            build(root)
+            with open(marker, "w") as f:
+                f.write(name + "\n")
+    return python
+
+
+def reference_venv(wheel_version):
+    """The cached reference virtualenv's Python for ``mxnet==wheel_version``, built if missing."""
+    base = find_python(REFERENCE_PYTHON)
+    if base is None:
+        raise Unavailable("no python%s on PATH to build the reference environment (MXNet %s "
+                          "on Python %s + NumPy %s)" % (REFERENCE_PYTHON, wheel_version,
+                                                        REFERENCE_PYTHON, REFERENCE_NUMPY))
+
+    def build(root):
+        python = os.path.join(root, "bin", "python")
+        _run([base, "-m", "venv", root], "creating the reference venv")
+        pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        _run(pip + ["--no-deps", "mxnet==" + wheel_version], "installing MXNet")
+        _run(pip + ["numpy==" + REFERENCE_NUMPY] + list(REFERENCE_EXTRAS), "installing NumPy")
+        if subprocess.run([python, "-c", "import distutils.version"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode:
+            # A distribution's Python 3.11 without its distutils package (Debian's
+            # python3-distutils): MXNet 1.6+ imports it, setuptools provides it.
+            _run(pip + ["setuptools"], "installing setuptools")
+
+    name = "mxnet-%s-py%s-numpy-%s" % (wheel_version, REFERENCE_PYTHON, REFERENCE_NUMPY)
+    return cached_venv(name, build)
+
+
+def reference_python(numpy_version):
+    """``(python, description)`` of the interpreter that computes the reference here."""
+    if is_reference_stack(numpy_version):
+        return sys.executable, "this env without mxcompat (Python %s, NumPy %s)" % (
+            sys.version.split()[0], numpy_version)
+    wheel = mxnet_wheel_version()
+    return reference_venv(wheel), "mxnet==%s on Python %s + NumPy %s, without mxcompat" % (
+        wheel, REFERENCE_PYTHON, REFERENCE_NUMPY)
+
+
+def compute_reference(python, env):
+    """Run ``numpy_reference.compute()`` with plain MXNet in ``python`` (a fresh process with
+    ``env``), and return its results."""
+    fd, out = tempfile.mkstemp(suffix=".npz", prefix="mxcompat-reference-")
+    os.close(fd)
+    try:
+        proc = subprocess.run([python, os.path.join(HERE, "numpy_reference.py"), out],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, env=env, timeout=600)
+        if proc.returncode != 0:
+            raise RuntimeError("the reference computation failed in %s (%d):\n%s" % (
+                python, proc.returncode, proc.stderr[-4000:]))
+        return numpy_reference.load(out)
+    finally:
+        os.unlink(out)
