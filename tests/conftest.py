@@ -57,6 +57,8 @@ def applicable_patches():
         # Every release asserts without a message; before UNBOUND_GET_PARAMS it also refuses
         # a loaded module, so the patch is needed on both sides of that fact.
         "unbound_get_params": True,
+        # A Pool-based DataLoader (1.4+) is retired without terminate().
+        "dataloader_teardown": _compat.since(_compat.DATALOADER_WORKER_POOL),
         # A dist Trainer's broadcast races its first pushpull from 1.7 only.
     }
     return tuple(n for n in mxcompat.patch_names() if conditional.get(n, True))

@@ -50,6 +50,11 @@ QUANTIZE_AUTO_DTYPE = (1, 5)
 # BucketingModule.load); SequentialModule's asserts it is bound on every release.  Every
 # release asserts params_initialized with a bare AssertionError (no message).
 UNBOUND_GET_PARAMS = (1, 6)
+# gluon.data.DataLoader(num_workers > 0) runs its workers as a multiprocessing.Pool from 1.4
+# and terminate()s it in __del__ (1.3 starts and shuts down its own worker processes).  A
+# worker killed mid-send leaves the result queue's lock held and terminate() waits forever
+# (seen on 1.4.1 and 1.9.1, Python 3.11-3.13: patches/dataloader_teardown.py).
+DATALOADER_WORKER_POOL = (1, 4)
 # Up to 1.7 the engine does not order reads of BatchNorm's running statistics after the write
 # that a Gluon training step (autograd backward) makes: a copy pushed right after
 # Trainer.step can read the previous values (measured: 1.3-1.6 5/40 runs, 1.7 29/40, and 1.7

@@ -145,6 +145,16 @@ TRAPS = (
                 'other than rank 0 can receive the summed gradients as its weights'),
          ours=('every worker starts from the same weights and stays bit-identical to the '
                'others (patch `trainer_kvstore_init`)')),
+    Trap(patch='dataloader_teardown', check=None,
+         symptom=('a training or test run that stops for good, no error, at a multi-worker '
+                  '`gluon.data.DataLoader` being dropped (MXNet 1.4–1.9, once in a few hundred '
+                  'to a few thousand loaders); every worker process already gone'),
+         cause=("`DataLoader.__del__` calls its `multiprocessing.Pool`'s `terminate()`, which "
+                "can kill a worker while it sends a batch: the result queue's lock stays held "
+                "and `terminate()` waits for it forever"),
+         ours=('the workers finish the batches in flight and exit by themselves; '
+               '`terminate()` only for a worker still running after a minute (patch '
+               '`dataloader_teardown`)')),
     Trap(patch='onnx', check='onnx',
          symptom=('`ImportError: Onnx and protobuf need to be installed` from '
                   '`mx.onnx.export_model` (1.9) or `mx.contrib.onnx.export_model` (1.3–1.8) '

@@ -22,6 +22,7 @@ ORDER = (
     "int_division",
     "onnx",
     "trainer_kvstore_init",
+    "dataloader_teardown",
     "python_oo",
 )
 

@@ -33,6 +33,7 @@ RUNTIME_ONLY = {
     ("unbound_get_params", "after `Module.load"): "fixed by mxcompat on every release",
     ("unbound_get_params", "never initialised"): "a run-time state",
     ("trainer_kvstore_init", "distributed Gluon job"): "a race between workers",
+    ("dataloader_teardown", "multi-worker"): "a race in the standard library's Pool",
     ("onnx", "Onnx and protobuf"): "the installed onnx",
     ("ndarray_to_numpy", "mx.test_utils.same"): "the installed NumPy",
     ("ndarray_to_numpy", "Could not convert"): "the installed NumPy",
