@@ -23,6 +23,7 @@ ENV_DISABLE = "MXCOMPAT_DISABLE"
 ENV_DISABLE_PATCHES = "MXCOMPAT_DISABLE_PATCHES"
 
 _FALSY = ("", "0", "false", "no", "off")
+_TRUTHY = ("1", "true", "yes", "on")
 
 _lock = _thread.RLock()
 _actions = {}                 # patch name -> action(version), run before mxnet's code (in order)
@@ -33,8 +34,19 @@ LATE_IMPORT_KEY = "mxnet-imported-before-mxcompat"
 
 
 def env_flag(name):
-    """Whether environment variable ``name`` is set to something true."""
-    return os.environ.get(name, "").strip().lower() not in _FALSY
+    """Whether environment variable ``name`` is set to something true.  Anything that is
+    neither a yes nor a no counts as set, with one warning saying so."""
+    value = os.environ.get(name, "")
+    word = value.strip().lower()
+    if word in _FALSY:
+        return False
+    if word not in _TRUTHY:
+        # Only on this path: _log (logging, warnings) is not loaded by `import mxcompat`.
+        from ._log import warn_once
+        warn_once(("env-flag", name, value),
+                  "%s=%r is neither a yes (1, true, yes, on) nor a no (0, false, no, off, "
+                  "empty); mxcompat reads it as yes" % (name, value))
+    return True
 
 
 def register(name, action):

@@ -14,6 +14,7 @@ import traceback
 import warnings
 
 from . import _compat
+from ._preimport import env_flag
 
 OK, FAIL, SKIP = "ok", "failed", "skipped"
 _MARKS = {OK: u"\u2713", FAIL: u"\u2717", SKIP: "-"}
@@ -490,7 +491,7 @@ def run_checks():
             detail, status = str(skip), SKIP
         except Exception as exc:  # pylint: disable=broad-except
             detail, status = "%s: %s" % (type(exc).__name__, exc), FAIL
-            if os.environ.get("MXCOMPAT_CHECK_TRACEBACK"):
+            if env_flag("MXCOMPAT_CHECK_TRACEBACK"):
                 traceback.print_exc()
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -19,6 +19,7 @@ import wrapt
 
 from . import numpy_compat
 from ._log import warn_once
+from ._preimport import env_flag
 
 ENV = "MXCOMPAT_NUMPY_LEGACY"
 
@@ -158,7 +159,7 @@ def _remove(np):
 
 
 def _from_env():
-    if os.environ.get(ENV, "").strip().lower() not in ("", "0", "false", "no", "off"):
+    if env_flag(ENV):
         numpy_legacy(True)
 
 
