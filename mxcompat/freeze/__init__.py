@@ -44,14 +44,19 @@ ENV_FREEZE = "MXCOMPAT_FREEZE"
 
 
 def _freeze_from_env():
-    # Comma-separated names and globs; importing mxcompat must not fail on a bad one.
+    # Comma-separated names and globs; importing mxcompat must not fail on a bad one.  One
+    # warning for all the bad ones: the good ones are frozen.
+    errors = []
     for item in os.environ.get(ENV_FREEZE, "").split(","):
         item = item.strip()
         if item:
             try:
                 freeze(item)
             except (TypeError, ValueError) as exc:
-                warn("%s: %s; that pattern is ignored" % (ENV_FREEZE, exc))
+                errors.append(str(exc))
+    if errors:
+        warn("%s: %s; %s ignored" % (ENV_FREEZE, "; ".join(errors), "that pattern is"
+                                     if len(errors) == 1 else "those patterns are"))
 
 
 _freeze_from_env()
