@@ -23,7 +23,7 @@ import mxcompat  # noqa: E402
 import mxnet as mx  # noqa: E402
 from mxcompat import _compat, _log  # noqa: E402
 
-from conftest import subprocess_env  # noqa: E402
+from conftest import plain_import_works, subprocess_env  # noqa: E402
 
 TRIED = collections.Counter()      # entry point -> inputs tried
 # Each example resets state itself (the autouse fixture runs once per test, not per example).
@@ -447,11 +447,16 @@ import warnings, json
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    import mxcompat, mxnet
-    import numpy
+    import mxcompat
+    try:
+        import mxnet
+        failed = None
+    except Exception as exc:  # MXCOMPAT_DISABLE where MXNet needs mxcompat to import
+        failed = type(exc).__name__
     mxcompat.patched()
 print(json.dumps({"warnings": [str(w.message) for w in caught
                                if w.category.__name__ == "MXCompatWarning"],
+                  "failed": failed,
                   "patched": list(mxcompat.patched()),
                   "frozen": [str(p) for p in mxcompat.frozen_patterns()]}))
 """
@@ -466,7 +471,6 @@ def _probe(env):
                           stderr=subprocess.PIPE, universal_newlines=True,
                           env=subprocess_env(env), timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -489,6 +493,10 @@ def test_env_flags(name, value):
             "mxcompat reads it as yes" % (name, value)]
     if name == "MXCOMPAT_DISABLE":
         assert (seen["patched"] == []) == (word not in NO)
+        # Without the patches MXNet 1.6+ cannot import on NumPy 2 / Python 3.12+ (README).
+        assert seen["failed"] is None or (word not in NO and not plain_import_works())
+    else:
+        assert seen["failed"] is None
 
 
 @SUBPROCESS
