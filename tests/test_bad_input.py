@@ -546,12 +546,15 @@ BAD_CLI = [
     ["matrix", "--jobs", "0", "--list"], ["matrix", "--python", "abc", "--list"],
     ["matrix", "--timeout", "-5", "--no-install-project", "--", "true"],
     ["matrix", "--timeout", "nan", "--no-install-project", "--", "true"],
+    ["run", "--freeze", "[z-a]", "x.py"], ["run", "--freeze=", "x.py"],
+    ["run", "--freeze", "kw,fc[2", "x.py"],
 ]
 
 
 @settings(SUBPROCESS, max_examples=len(BAD_CLI) // 3)
 @given(args=st.sampled_from(BAD_CLI))
 @example(args=["matrix", "--timeout", "-5", "--no-install-project", "--", "true"])
+@example(args=["run", "--freeze", "kw,fc[2", "x.py"])   # passed on, one warning in the script
 def test_cli_usage_errors(args):
     TRIED["cli " + (args[0] if args else "(none)")] += 1
     proc = _cli(args)
