@@ -141,7 +141,15 @@ def is_active(name):
     return name in _active
 
 
-def _check_names(requested):
+def _check_names(requested, caller):
+    for n in requested:
+        # Checked before any lookup: a list would raise "unhashable type" from the dict.
+        if not isinstance(n, str):
+            hint = ""
+            if isinstance(n, (list, tuple, set, frozenset)):
+                hint = "; to pass several, unpack them: %s(*names)" % caller
+            raise TypeError("mxcompat.%s: a patch name is a str (one of %s), not %r of type %s%s"
+                            % (caller, ", ".join(_registry), n, type(n).__name__, hint))
     unknown = [n for n in requested if n not in _registry]
     if unknown:
         raise ValueError("mxcompat: unknown patch name(s) %s; known patches: %s"
@@ -155,7 +163,7 @@ def patch(*names):
     Idempotent and thread-safe.  If mxnet is not imported yet, the patches are applied the
     moment it is.  Returns the names of the patches active now.
     """
-    requested = _check_names(names)
+    requested = _check_names(names, "patch")
     with _lock:
         _wanted.update(requested)
         if names:
@@ -170,7 +178,7 @@ def patch(*names):
 
 def unpatch(*names):
     """Remove the named patches (all if none are named), restoring MXNet's own objects."""
-    requested = _check_names(names)
+    requested = _check_names(names, "unpatch")
     with _lock:
         _wanted.difference_update(requested)
         _sync()

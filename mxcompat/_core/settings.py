@@ -27,11 +27,23 @@ HELP = """environment variables (read by every process that imports mxcompat):
 """
 
 _FALSY = ("", "0", "false", "no", "off")
+_TRUTHY = ("1", "true", "yes", "on")
 
 
 def flag(name):
-    """Whether variable ``name`` is set to something true."""
-    return os.environ.get(name, "").strip().lower() not in _FALSY
+    """Whether variable ``name`` is set to something true.  Anything that is neither a yes nor
+    a no counts as set, with one warning saying so."""
+    value = os.environ.get(name, "")
+    word = value.strip().lower()
+    if word in _FALSY:
+        return False
+    if word not in _TRUTHY:
+        # Only on this path: log (logging, warnings) is not loaded by `import mxcompat`.
+        from .log import warn_once
+        warn_once(("env-flag", name, value),
+                  "%s=%r is neither a yes (1, true, yes, on) nor a no (0, false, no, off, "
+                  "empty); mxcompat reads it as yes" % (name, value))
+    return True
 
 
 def items(name):

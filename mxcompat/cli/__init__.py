@@ -210,6 +210,17 @@ def _split_run_argv(argv, error):
 
 
 def _run(args, python, module, target, error):
+    # Checked here, as freeze() would: in the script each bad one would only be a warning.
+    from ..freeze.registry import _Pattern
+    for value in args.freeze:
+        items = [v.strip() for v in value.split(",") if v.strip()]
+        if not items:
+            error("--freeze %r names no parameter pattern" % value)
+        for item in items:
+            try:
+                _Pattern(item, "freeze")
+            except (TypeError, ValueError) as exc:
+                error("--freeze: %s" % exc)
     unknown = [n for n in args.no_patch if n not in _patching.names()]
     if unknown:
         error("--no-patch: unknown patch name(s) %s; known patches: %s"

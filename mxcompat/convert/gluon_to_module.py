@@ -3,7 +3,8 @@ holding its parameters, unbound or bound (values copied once, straight into the 
 optionally with a loss head so that it can ``fit``.
 """
 from .._core import facts as _compat
-from ._common import _as_contexts, _fail, _mx, _names
+from ._common import (_check_bind_shapes, _check_contexts, _check_descs, _check_flag,
+                      _check_names_list, _fail, _mx, _names)
 from .graph import _add_loss, _block_graph, _block_params
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore
 
@@ -41,9 +42,21 @@ def to_module(block, data_names=None, label_names=None, data_shapes=None, label_
     if isinstance(data_names, str) or isinstance(label_names, str):
         raise _fail(where, "data_names and label_names are lists of names, e.g. ('data',)",
                     TypeError)
+    # Every argument checked before anything is built: nothing half-done on a bad one.
+    data_names = _check_names_list(data_names, "data_names", where)
+    label_names = _check_names_list(label_names, "label_names", where)
+    copy = _check_flag(copy, "copy", where)
+    if for_training is not None:
+        for_training = _check_flag(for_training, "for_training", where)
+    contexts = _check_contexts(context, "context", where)
+    if data_shapes is not None:
+        data_shapes = _check_descs(data_shapes, "data_shapes", where)
+    elif label_shapes is not None:
+        raise _fail(where, "label_shapes are for binding, which needs data_shapes too")
+    if label_shapes is not None:
+        label_shapes = _check_descs(label_shapes, "label_shapes", where)
     if data_names is None and data_shapes is not None:
         data_names = _shape_names(data_shapes)
-    data_names = list(data_names) if data_names is not None else None
     label_names = list(label_names or [])
     if loss is not None and not label_names:
         label_names = ["softmax_label"]
@@ -81,10 +94,11 @@ def to_module(block, data_names=None, label_names=None, data_shapes=None, label_
             raise _fail(where, "the loss adds argument(s) %s the block has no values for; a "
                                "loss head may only read the output and the label"
                         % _names(added))
-    if context is None:
+    if contexts is None:
         first = params[graph_args[0]] if graph_args else None
-        context = first.list_ctx() if first is not None else [mx.cpu()]
-    contexts = _as_contexts(context)
+        contexts = first.list_ctx() if first is not None else [mx.cpu()]
+    if data_shapes is not None:
+        _check_bind_shapes(out, data_names, label_names, data_shapes, label_shapes, where)
     fixed = [n for n in graph_args if params[n].grad_req == "null"]
     mod = mx.mod.Module(out, data_names=data_names, label_names=label_names,
                         context=contexts if len(contexts) > 1 else contexts[0],

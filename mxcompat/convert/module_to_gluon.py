@@ -3,7 +3,7 @@ inference graph, or loads the module's values into a ``HybridBlock`` of the same
 architecture by structure; either holding copies of the values, or the module's own arrays.
 """
 from ..freeze.fixed_param_names import own_fixed_names
-from ._common import _as_contexts, _fail, _mx, _names
+from ._common import _check_contexts, _check_flag, _fail, _mx, _names
 from .graph import (_block_graph, _block_params, _consumers, _module_inference_graph,
                     _module_inputs, _symbols_iterate_by_index)
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore
@@ -82,7 +82,11 @@ def to_gluon(module, block=None, copy=True, ctx=None):
     mx = _mx()
     if not isinstance(module, mx.mod.Module):
         raise _fail(where, "expected an mxnet Module, got %s" % type(module).__name__, TypeError)
-    contexts = _as_contexts(ctx)
+    copy = _check_flag(copy, "copy", where)
+    contexts = _check_contexts(ctx, "ctx", where)
+    if block is not None and not isinstance(block, mx.gluon.HybridBlock):
+        raise _fail(where, "block must be a gluon HybridBlock (its graph gives the order of "
+                           "its parameters), got %s" % type(block).__name__, TypeError)
     args, auxs, source_contexts = _module_arrays(module, where)
     if not copy and contexts is not None:
         have = {a.context for arrays in args.values() for a in arrays}

@@ -12,7 +12,23 @@ interpreter at bind, so ``quantize`` refuses them up front with the reason.
 
 from .._core import facts as _compat
 from . import to_module
+from ._common import (_check_bind_shapes, _check_contexts, _check_descs, _check_names_list,
+                      _fail, _names)
 from .graph import _inference_symbol
+
+
+_CALIB_MODES = ("none", "naive", "entropy")
+_DTYPES = ("int8", "uint8", "auto")
+
+
+def _function_name(ctx):
+    return "quantize_model_mkldnn" if ctx.device_type == "cpu" else "quantize_model"
+
+
+def _accepted_options(qz, ctx):
+    import inspect
+    function = getattr(qz, _function_name(ctx), None) or qz.quantize_model
+    return set(inspect.signature(function).parameters)
 
 
 def _calib_iter(mx, calib_data, data_names):
@@ -20,6 +36,19 @@ def _calib_iter(mx, calib_data, data_names):
         return calib_data
     # An array (or a list, one per input): batches of at most 32 examples.
     arrays = list(calib_data) if isinstance(calib_data, (list, tuple)) else [calib_data]
+    import numpy as np
+    if not arrays or not all(isinstance(a, (mx.nd.NDArray, np.ndarray)) for a in arrays):
+        raise _fail("quantize", "calib_data is a DataIter, an NDArray (or NumPy array) or a "
+                                "list of them, one per input, not %r" % (calib_data,),
+                    TypeError)
+    if len(arrays) != len(data_names):
+        raise _fail("quantize", "calib_data has %d array(s), the model has %d input(s): %s"
+                    % (len(arrays), len(data_names), _names(data_names)))
+    if not all(a.ndim and a.shape[0] for a in arrays) or len(
+            set(a.shape[0] for a in arrays)) != 1:
+        raise _fail("quantize", "calib_data's arrays need the same number (> 0) of examples "
+                                "along their first axis, not shapes %s"
+                    % ", ".join(str(tuple(a.shape)) for a in arrays))
     batch = min(32, arrays[0].shape[0])
     return mx.io.NDArrayIter(dict(zip(data_names, arrays)), batch_size=batch)
 
@@ -44,7 +73,37 @@ def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8"
     """
     import mxnet as mx
     qz = mx.contrib.quantization
-    ctx = ctx or mx.cpu()
+    where = "quantize"
+    # Every argument checked before the model is converted or MXNet is called: MXNet's own
+    # errors come from deep inside calibration, after the work (or never: a typo'd
+    # keyword is a TypeError of the function it reaches).
+    contexts = _check_contexts(ctx, "ctx", where)
+    if contexts is not None and len(contexts) != 1:
+        raise _fail(where, "ctx is one mx.Context, not %r" % (ctx,), TypeError)
+    ctx = contexts[0] if contexts else mx.cpu()
+    if calib_mode not in _CALIB_MODES:
+        raise _fail(where, "calib_mode=%r: expected one of %s" % (calib_mode,
+                                                                 _names(_CALIB_MODES)))
+    if quantized_dtype not in _DTYPES:
+        raise _fail(where, "quantized_dtype=%r: expected one of %s" % (quantized_dtype,
+                                                                      _names(_DTYPES)))
+    if calib_mode != "none" and calib_data is None:
+        raise _fail(where, "calib_mode=%r needs calib_data (a DataIter, an array or a list "
+                           "of arrays), or calib_mode='none'" % calib_mode)
+    if num_calib_examples is not None and (isinstance(num_calib_examples, bool) or not
+                                           isinstance(num_calib_examples, int)
+                                           or num_calib_examples <= 0):
+        raise _fail(where, "num_calib_examples is a positive int, not %r"
+                    % (num_calib_examples,), TypeError)
+    if excluded_sym_names is not None:
+        excluded_sym_names = _check_names_list(excluded_sym_names, "excluded_sym_names", where)
+    data_names = _check_names_list(data_names, "data_names", where)
+    if data_shapes is not None:
+        data_shapes = _check_descs(data_shapes, "data_shapes", where)
+    unknown = sorted(set(kwargs) - _accepted_options(qz, ctx))
+    if unknown:
+        raise _fail(where, "unknown keyword argument(s) %s for MXNet %s's %s"
+                    % (_names(unknown), mx.__version__, _function_name(ctx)), TypeError)
     if isinstance(model, mx.gluon.HybridBlock):
         model = to_module(model, data_names=data_names, copy=False)
     if isinstance(model, mx.mod.Module):
@@ -63,6 +122,11 @@ def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8"
             raise TypeError("mxcompat.quantize: expected a Module, a HybridBlock or a "
                             "(symbol, arg_params, aux_params) tuple, got %s"
                             % type(model).__name__) from None
+        if not (isinstance(symbol, mx.sym.Symbol) and isinstance(arg_params, dict)
+                and isinstance(aux_params, dict)):
+            raise TypeError("mxcompat.quantize: a (symbol, arg_params, aux_params) tuple holds "
+                            "a Symbol and two dicts, not (%s)" % ", ".join(
+                                type(p).__name__ for p in model))
         data_names = list(data_names or ["data"])
     if quantized_dtype == "auto" and not _compat.since(_compat.QUANTIZE_AUTO_DTYPE):
         raise ValueError("mxcompat.quantize: quantized_dtype='auto' needs MXNet 1.5 or later "
@@ -72,6 +136,13 @@ def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8"
     arg_params = {k: v for k, v in arg_params.items() if k in names}
     aux_params = dict(aux_params)
 
+    calib_data = _calib_iter(mx, calib_data, data_names)
+    shapes = None
+    if data_shapes is not None:
+        _check_bind_shapes(symbol, data_names, [], data_shapes, None, where)
+    elif isinstance(calib_data, mx.io.DataIter):
+        shapes = [(d.name, tuple(d.shape)) for d in calib_data.provide_data]
+        _check_bind_shapes(symbol, data_names, [], shapes, None, where)
     if ctx.device_type == "cpu":
         if not (_compat.since(_compat.QUANTIZE_MODEL_MKLDNN) and _compat.has_mkldnn()):
             raise RuntimeError(
@@ -84,7 +155,7 @@ def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8"
         function = qz.quantize_model
     options = dict(data_names=tuple(data_names), label_names=(), ctx=ctx,
                    excluded_sym_names=excluded_sym_names, calib_mode=calib_mode,
-                   calib_data=_calib_iter(mx, calib_data, data_names),
+                   calib_data=calib_data,
                    num_calib_examples=num_calib_examples, quantized_dtype=quantized_dtype)
     options.update(kwargs)
     qsym, qargs, qauxs = function(symbol, arg_params, aux_params, **options)

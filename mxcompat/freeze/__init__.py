@@ -41,12 +41,17 @@ __all__ = ["freeze", "unfreeze", "frozen", "is_frozen", "frozen_patterns", "froz
 # --- the environment ----------------------------------------------------------------------------
 
 def _freeze_from_env():
-    # Comma-separated names and globs; importing mxcompat must not fail on a bad one.
+    # Comma-separated names and globs; importing mxcompat must not fail on a bad one.  One
+    # warning for all the bad ones: the good ones are frozen.
+    errors = []
     for item in settings.items(settings.FREEZE):
         try:
             freeze(item)
         except (TypeError, ValueError) as exc:
-            warn("%s: %s; that pattern is ignored" % (settings.FREEZE, exc))
+            errors.append(str(exc))
+    if errors:
+        warn("%s: %s; %s ignored" % (settings.FREEZE, "; ".join(errors), "that pattern is"
+                                     if len(errors) == 1 else "those patterns are"))
 
 
 _freeze_from_env()

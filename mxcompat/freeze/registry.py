@@ -26,7 +26,11 @@ class _Pattern:
             _check_glob(source, caller)
             self.key = ("glob", source)
             self._exact = source
-            self._regex = re.compile(fnmatch.translate(source))
+            try:
+                self._regex = re.compile(fnmatch.translate(source))
+            except re.error as err:   # a glob fnmatch accepts but this Python's re does not
+                raise ValueError("mxcompat.%s: invalid glob %r: %s" % (caller, source, err)) \
+                    from None
             # No wildcard: the glob matches its own text only, so a set lookup decides.
             self.literal = not any(c in source for c in "*?[")
         elif isinstance(source, _PATTERN_TYPE):
@@ -79,7 +83,29 @@ def _check_glob(text, caller):
         if part.group(2):
             raise ValueError("mxcompat.%s: invalid glob %r: the '[' at position %d is never "
                              "closed" % (caller, text, pos))
+        if part.group(0).startswith("["):
+            _check_ranges(text, part, caller)
         pos = part.end()
+
+
+def _check_ranges(text, part, caller):
+    # A range written backwards ("[z-a]") is an error for re on Python < 3.9 and an empty set
+    # (a glob that can match nothing) after: a typo either way, refused the same on every
+    # Python.  Read left to right as re reads the set fnmatch makes of it.
+    start = part.start() + 1
+    body = part.group(0)[1:-1]
+    if body.startswith("!"):
+        body, start = body[1:], start + 1
+    i = 0
+    while i < len(body):
+        if i + 2 < len(body) and body[i + 1] == "-":
+            if body[i] > body[i + 2]:
+                raise ValueError("mxcompat.%s: invalid glob %r: the range %r at position %d "
+                                 "is empty (its start comes after its end)"
+                                 % (caller, text, body[i:i + 3], start + i))
+            i += 3
+        else:
+            i += 1
 
 
 class _State:

@@ -4,7 +4,7 @@ import json
 import sys
 
 from .._core import facts as _compat
-from ..convert._common import _fail, _mx, _names
+from ..convert._common import _check_flag, _check_shape, _fail, _infer_shapes, _mx, _names
 from ..convert.graph import (_block_graph, _block_params, _inference_symbol,
                              _module_inference_symbol, _module_inputs)
 from ..convert.module_to_gluon import _module_arrays
@@ -26,12 +26,23 @@ def _shape_list(input_shapes, inputs, known):
         if missing or extra:
             raise _fail("to_onnx", "input_shapes names %s, the model's inputs are %s"
                         % (_names(input_shapes), _names(inputs)))
-        return [tuple(input_shapes[n]) for n in inputs]
+        return [_check_shape(input_shapes[n], "input_shapes[%r]" % n, "to_onnx")
+                for n in inputs]
+    if isinstance(input_shapes, (str, bytes)) or not isinstance(input_shapes, (list, tuple)):
+        raise _fail("to_onnx", "input_shapes is a list of shapes, a dict of them by input name "
+                    "or one shape, e.g. [(1, 3, 224, 224)], not %r" % (input_shapes,), TypeError)
     shapes = list(input_shapes)
     if shapes and all(isinstance(s, int) for s in shapes):
         shapes = [shapes]
-    shapes = [tuple(getattr(s, "shape", None) or (s[1] if len(s) == 2 and isinstance(s[0], str)
-                                                  else s)) for s in shapes]
+
+    def shape_of(s):
+        if getattr(s, "shape", None) is not None:
+            return s.shape
+        if isinstance(s, (list, tuple)) and len(s) == 2 and isinstance(s[0], str):
+            return s[1]      # a (name, shape) pair, as in data_shapes
+        return s
+    shapes = [_check_shape(shape_of(s), "input_shapes[%d]" % i, "to_onnx")
+              for i, s in enumerate(shapes)]
     if len(shapes) != len(inputs):
         raise _fail("to_onnx", "%d input shape(s) given, the model has %d input(s): %s"
                     % (len(shapes), len(inputs), _names(inputs)))
@@ -67,8 +78,10 @@ def _from_block(block):
 
 def _from_triple(triple):
     mx = _mx()
-    if len(triple) != 3 or not isinstance(triple[0], mx.sym.Symbol):
-        raise _fail("to_onnx", "a (symbol, arg_params, aux_params) triple was expected", TypeError)
+    if (len(triple) != 3 or not isinstance(triple[0], mx.sym.Symbol)
+            or not all(p is None or isinstance(p, dict) for p in triple[1:])):
+        raise _fail("to_onnx", "a (symbol, arg_params, aux_params) triple was expected (a "
+                    "Symbol and two dicts of NDArrays)", TypeError)
     symbol = _inference_symbol(triple[0])
     params = dict(triple[1] or {})
     params.update(triple[2] or {})
@@ -169,12 +182,28 @@ def to_onnx(model, input_shapes=None, path=None, opset=None, verify=True, rtol=1
     and the first node whose output differs.  An operator the exporter cannot convert raises
     ``NotImplementedError`` naming it (and every other one), before anything is converted.
     """
+    import numbers
+    import os
+    verify = _check_flag(verify, "verify", "to_onnx")
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                or not value >= 0):
+            raise _fail("to_onnx", "%s is a number >= 0, not %r" % (name, value), TypeError
+                        if not isinstance(value, numbers.Real) else ValueError)
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        # onnx.save takes an int as a file descriptor: the model would go to that fd.
+        raise _fail("to_onnx", "path is a file name (str or os.PathLike), not %r" % (path,),
+                    TypeError)
+    if opset is not None and (isinstance(opset, bool) or not isinstance(opset, numbers.Integral)):
+        raise _fail("to_onnx", "opset is an int, not %r" % (opset,), TypeError)
     _import_onnx("mxcompat.to_onnx")
     if verify:
         _import_onnxruntime()
     mx = _mx()
     symbol, params, inputs, known = _source(model)
     shapes = _shape_list(input_shapes, inputs, known)
+    # MXNet's exporter infers shapes itself and fails inside (a TypeError on a None shape).
+    _infer_shapes(symbol, dict(zip(inputs, shapes)), "input shape(s)", "to_onnx")
     low, high = _opsets()
     if opset is None:
         opset = high

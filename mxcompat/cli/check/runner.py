@@ -70,7 +70,7 @@ def run_checks():
             detail, status = str(skip), SKIP
         except Exception as exc:  # pylint: disable=broad-except
             detail, status = "%s: %s" % (type(exc).__name__, exc), FAIL
-            if os.environ.get(settings.CHECK_TRACEBACK):
+            if settings.flag(settings.CHECK_TRACEBACK):
                 traceback.print_exc()
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

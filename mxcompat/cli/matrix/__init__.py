@@ -145,6 +145,10 @@ def main(argv, out=None):
     try:
         if args.jobs is not None and args.jobs < 1:
             raise UsageError("--jobs must be at least 1")
+        # Not "> 0" alone: nan compares false both ways and would stop no command.
+        if args.timeout is not None and not 0 < args.timeout < float("inf"):
+            raise UsageError("--timeout must be a positive number of seconds, not %s"
+                             % args.timeout)
         combos = select(args)
         if not args.list and not command:
             raise UsageError("name the command to run after --, e.g. "
