@@ -133,6 +133,20 @@ def subprocess_env(env=None):
     return full_env
 
 
+def mxcompat_cmd(*args, **kwargs):
+    """``python -m mxcompat ARGS`` in this env, as a user runs it (CompletedProcess)."""
+    return subprocess.run([sys.executable, "-m", "mxcompat"] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, env=subprocess_env(kwargs.pop("env", None)),
+                          timeout=kwargs.pop("timeout", 180), **kwargs)
+
+
+def write(path, text):
+    with open(str(path), "w") as f:
+        f.write(textwrap.dedent(text))
+    return str(path)
+
+
 def run_python(code, env=None, timeout=180, cwd=None):
     """Run ``code`` in a fresh interpreter (this env's), returning the CompletedProcess."""
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],

@@ -144,7 +144,7 @@ def test_numpy_keeps_its_own_error_for_other_names():
 
 
 def test_run_numpy_legacy(tmpdir):
-    from test_cli import mxcompat_cmd, write
+    from conftest import mxcompat_cmd, write
     lacking = _lacking()
     if "asscalar" not in lacking:
         pytest.skip("NumPy %s still has numpy.asscalar (removed in 1.23)"

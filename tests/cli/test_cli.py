@@ -15,22 +15,9 @@ from mxcompat._core import facts as _compat, registry as _patching, traps as _tr
 from mxcompat.cli import BOOTSTRAP
 
 from conftest import (MX_VERSION, ROOT, ONEDNN_FC, ONEDNN_FC_RUNS, applicable_patches,
-                      plain_import_works, subprocess_env)
+                      mxcompat_cmd, plain_import_works, subprocess_env, write)
 
 EXAMPLES = os.path.join(ROOT, "examples")
-
-
-def mxcompat_cmd(*args, **kwargs):
-    return subprocess.run([sys.executable, "-m", "mxcompat"] + list(args),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=subprocess_env(kwargs.pop("env", None)),
-                          timeout=kwargs.pop("timeout", 180), **kwargs)
-
-
-def write(path, text):
-    with open(str(path), "w") as f:
-        f.write(textwrap.dedent(text))
-    return str(path)
 
 
 def test_run_passes_argv_main_path_and_file(tmpdir):
