@@ -46,9 +46,15 @@ def flag(name):
     return True
 
 
+def split(text):
+    """The comma-separated items of ``text``, stripped, empty ones left out: how every list
+    variable is read (also ``mxcompat run --freeze``'s value, which becomes one)."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
 def items(name):
-    """The comma-separated items of variable ``name``, stripped, empty ones left out."""
-    return [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
+    """The items of list variable ``name`` (``split``)."""
+    return split(os.environ.get(name, ""))
 
 
 def any_read_at_import():

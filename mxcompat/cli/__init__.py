@@ -213,7 +213,7 @@ def _run(args, python, module, target, error):
     # Checked here, as freeze() would: in the script each bad one would only be a warning.
     from ..freeze.registry import _Pattern
     for value in args.freeze:
-        items = [v.strip() for v in value.split(",") if v.strip()]
+        items = settings.split(value)
         if not items:
             error("--freeze %r names no parameter pattern" % value)
         for item in items:

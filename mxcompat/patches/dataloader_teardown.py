@@ -32,7 +32,7 @@ def _workers_exited(pool, timeout):
     deadline = time.monotonic() + timeout
     while True:
         # The pool replaces a worker that exits while results are owed, so read the list anew.
-        alive = [p for p in list(getattr(pool, "_pool", ())) if p.is_alive()]
+        alive = [p for p in getattr(pool, "_pool", ()) if p.is_alive()]
         left = deadline - time.monotonic()
         if not alive or left <= 0:
             return not alive

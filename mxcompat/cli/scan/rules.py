@@ -278,7 +278,7 @@ def _receiver_kind(node, ctx):
     last = func.rsplit(".", 1)[-1]
     if last == "Module" or _is_module_load(node) or ".mod." in "." + func:
         return "module"
-    if any(("." + func).find("." + m) >= 0 for m in _GLUON_MAKERS) or last in _GLUON_CLASSES:
+    if any("." + m in "." + func for m in _GLUON_MAKERS) or last in _GLUON_CLASSES:
         return "gluon"
     return None
 
