@@ -7,6 +7,7 @@ processes after the other's (checked with pyperf 2.10: A's three workers, then B
 sides of a pair never alternate and a load change on a shared machine lands in one side; and
 each worker re-runs the setup (building and binding a ResNet, seconds), where these pairs
 toggle the patches between calls in one process over one model."""
+
 import gc
 import statistics
 import time
@@ -64,9 +65,17 @@ class Table:
     def add(self, pair, a_name, a_times, b_name, b_times, target=None, unit="s"):
         a, b = median(a_times), median(b_times)
         ratio = (b / a) if a else (1.0 if b == a else float("nan"))
-        row = {"pair": pair, "a": a_name, "b": b_name, "median_a": a, "median_b": b,
-               "ratio": ratio, "target": target, "unit": unit,
-               "reps": len(a_times)}
+        row = {
+            "pair": pair,
+            "a": a_name,
+            "b": b_name,
+            "median_a": a,
+            "median_b": b,
+            "ratio": ratio,
+            "target": target,
+            "unit": unit,
+            "reps": len(a_times),
+        }
         self.rows.append(row)
         print(self.format_row(row), flush=True)
         return row
@@ -85,21 +94,43 @@ class Table:
 
     def format_row(self, row):
         return "%-64s | %-28s %10s | %-28s %10s | %7.3fx | %s" % (
-            row["pair"][:64], row["a"][:28], self._fmt(row["median_a"], row["unit"]),
-            row["b"][:28], self._fmt(row["median_b"], row["unit"]), row["ratio"],
-            row["target"] or "")
+            row["pair"][:64],
+            row["a"][:28],
+            self._fmt(row["median_a"], row["unit"]),
+            row["b"][:28],
+            self._fmt(row["median_b"], row["unit"]),
+            row["ratio"],
+            row["target"] or "",
+        )
 
     def header(self):
         return "%-64s | %-28s %10s | %-28s %10s | %8s | %s" % (
-            "pair", "A", "median", "B", "median", "B/A", "target")
+            "pair",
+            "A",
+            "median",
+            "B",
+            "median",
+            "B/A",
+            "target",
+        )
 
     def markdown(self):
         """The rows as a Markdown table (for the README)."""
-        lines = ["| pair | A | median A | B | median B | B/A | target |",
-                 "|---|---|---:|---|---:|---:|---|"]
+        lines = [
+            "| pair | A | median A | B | median B | B/A | target |",
+            "|---|---|---:|---|---:|---:|---|",
+        ]
         for row in self.rows:
-            lines.append("| %s | %s | %s | %s | %s | %.3fx | %s |" % (
-                row["pair"].strip(), row["a"], self._fmt(row["median_a"], row["unit"]),
-                row["b"], self._fmt(row["median_b"], row["unit"]), row["ratio"],
-                row["target"] or ""))
+            lines.append(
+                "| %s | %s | %s | %s | %s | %.3fx | %s |"
+                % (
+                    row["pair"].strip(),
+                    row["a"],
+                    self._fmt(row["median_a"], row["unit"]),
+                    row["b"],
+                    self._fmt(row["median_b"], row["unit"]),
+                    row["ratio"],
+                    row["target"] or "",
+                )
+            )
         return "\n".join(lines)

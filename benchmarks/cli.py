@@ -33,6 +33,7 @@ left out: one ResNet-18 training step takes ~3.4 s on two cores (ResNet-50 ~3x t
 ~10 training sides measured per configuration, 22+ steps each, would take the full run far
 beyond 25 minutes.
 """
+
 import argparse
 import json
 import os
@@ -46,13 +47,29 @@ import mxcompat  # noqa: E402
 import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
-from . import (conversion, conversion_memory, freezing, import_time, long_run,  # noqa: E402
-               module_update, mxnet_suite, onnx_inference, operator_calls, trainer_step)
+from . import (
+    conversion,
+    conversion_memory,
+    freezing,
+    import_time,
+    long_run,  # noqa: E402
+    module_update,
+    mxnet_suite,
+    onnx_inference,
+    operator_calls,
+    trainer_step,
+)
 from ._harness import Table  # noqa: E402
 
 # (model, input side, batch); --quick uses the first only.
-FULL_CONFIGS = [("resnet18_v1", 32, 1), ("resnet18_v1", 32, 32), ("resnet18_v1", 224, 1),
-                ("resnet50_v1", 32, 1), ("resnet50_v1", 32, 32), ("resnet50_v1", 224, 1)]
+FULL_CONFIGS = [
+    ("resnet18_v1", 32, 1),
+    ("resnet18_v1", 32, 32),
+    ("resnet18_v1", 224, 1),
+    ("resnet50_v1", 32, 1),
+    ("resnet50_v1", 32, 32),
+    ("resnet50_v1", 224, 1),
+]
 QUICK_CONFIGS = [("resnet18_v1", 32, 1)]
 
 # Name, module (its run(table, configs, reps)), in the order they run.
@@ -72,10 +89,15 @@ SECTIONS = [
 
 def versions():
     import wrapt
-    return {"mxnet": mx.__version__, "python": platform.python_version(),
-            "numpy": np.__version__, "mxcompat": mxcompat.__version__,
-            "wrapt": wrapt.__version__,
-            "machine": "%s, %d cores" % (platform.machine(), os.cpu_count() or 0)}
+
+    return {
+        "mxnet": mx.__version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "mxcompat": mxcompat.__version__,
+        "wrapt": wrapt.__version__,
+        "machine": "%s, %d cores" % (platform.machine(), os.cpu_count() or 0),
+    }
 
 
 def _config(text):
@@ -83,34 +105,57 @@ def _config(text):
         name, size, batch = text.split(":")
         return name, int(size), int(batch)
     except ValueError:
-        raise argparse.ArgumentTypeError("expected MODEL:SIDE:BATCH, e.g. resnet18_v1:32:1, "
-                                         "not %r" % text)
+        raise argparse.ArgumentTypeError(
+            "expected MODEL:SIDE:BATCH, e.g. resnet18_v1:32:1, not %r" % text
+        )
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true",
-                        help="small model, few repetitions (CI: keeps the benchmarks running)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small model, few repetitions (CI: keeps the benchmarks running)",
+    )
     parser.add_argument("--reps", type=int, help="repetitions per side (default 20; quick 5)")
-    parser.add_argument("--only", action="append", choices=[n for n, _ in SECTIONS],
-                        help="run only these sections (repeatable)")
-    parser.add_argument("--config", action="append", type=_config, metavar="MODEL:SIDE:BATCH",
-                        help="run these configurations instead, e.g. resnet50_v1:224:1 "
-                             "(repeatable; any gluon.model_zoo.vision ResNet)")
-    parser.add_argument("--mxnet-src", default=os.environ.get(mxnet_suite.SRC_ENV),
-                        help="git directory of apache/mxnet for the suite section "
-                             "(default $%s; without it that section is skipped)"
-                        % mxnet_suite.SRC_ENV)
-    parser.add_argument("--json", default="benchmarks/results.json",
-                        help="where to write the rows (default %(default)s)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=[n for n, _ in SECTIONS],
+        help="run only these sections (repeatable)",
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        type=_config,
+        metavar="MODEL:SIDE:BATCH",
+        help="run these configurations instead, e.g. resnet50_v1:224:1 "
+        "(repeatable; any gluon.model_zoo.vision ResNet)",
+    )
+    parser.add_argument(
+        "--mxnet-src",
+        default=os.environ.get(mxnet_suite.SRC_ENV),
+        help="git directory of apache/mxnet for the suite section "
+        "(default $%s; without it that section is skipped)" % mxnet_suite.SRC_ENV,
+    )
+    parser.add_argument(
+        "--json",
+        default="benchmarks/results.json",
+        help="where to write the rows (default %(default)s)",
+    )
     parser.add_argument("--markdown", help="also write the table as Markdown to this file")
     args = parser.parse_args(argv)
     reps = args.reps or (5 if args.quick else 20)
     configs = args.config or (QUICK_CONFIGS if args.quick else FULL_CONFIGS)
     info = versions()
-    print("mxcompat benchmarks: mxnet %(mxnet)s, Python %(python)s, NumPy %(numpy)s, "
-          "mxcompat %(mxcompat)s, wrapt %(wrapt)s, %(machine)s" % info)
+    print(
+        "mxcompat benchmarks: mxnet %(mxnet)s, Python %(python)s, NumPy %(numpy)s, "
+        "mxcompat %(mxcompat)s, wrapt %(wrapt)s, %(machine)s" % info
+    )
     print("reps per side: %d, interleaved A/B, medians; ratio = B/A" % reps)
     table = Table()
     print(table.header())
@@ -124,8 +169,11 @@ def main(argv=None):
                 section.run(table, configs, reps)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"versions": info, "quick": args.quick, "reps": reps,
-                       "rows": table.rows}, f, indent=2)
+            json.dump(
+                {"versions": info, "quick": args.quick, "reps": reps, "rows": table.rows},
+                f,
+                indent=2,
+            )
         print("wrote %s" % args.json)
     if args.markdown:
         with open(args.markdown, "w") as f:

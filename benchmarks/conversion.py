@@ -8,6 +8,7 @@ Conversions run once per model (the bound pair at batch 1 and the model's larges
 side).  The source Module of ``to_gluon`` is an unbound inference Module (``Module.load(...,
 label_names=None)`` of an export, no loss head) so that the file round trip it is compared
 with loads as it is.  Only mxcompat's public ``to_gluon``/``to_module`` are called."""
+
 import gc
 import os
 import shutil
@@ -21,15 +22,17 @@ from ._harness import interleave
 from .models import gluon_net, inference_module, param_data
 
 
-_results = []   # the last conversion's result, alive until the next side's setup
+_results = []  # the last conversion's result, alive until the next side's setup
 
 
 def _waited(func):
     """``func`` and the engine work it queued; its result is kept (a conversion's result is
     used), so its arrays are freed untimed, not while the next array is being copied."""
+
     def run():
         _results[:] = [func()]
         mx.nd.waitall()
+
     return run
 
 
@@ -37,13 +40,16 @@ FLOOR = "SymbolBlock(sym, data) alone"
 
 # (copy vs one copy of every weight, share vs the file round trip): Module->Gluon's set when its
 # conversion was made to share weights, Gluon->Module's from before.
-CONVERT_TARGETS = {"Module->Gluon": ("<= 1.3x", "<= 0.033x (>= 30x faster)"),
-                   "Gluon->Module": ("<= 1.5x", "<= 0.05x (>= 20x faster)")}
+CONVERT_TARGETS = {
+    "Module->Gluon": ("<= 1.3x", "<= 0.033x (>= 30x faster)"),
+    "Gluon->Module": ("<= 1.5x", "<= 0.05x (>= 20x faster)"),
+}
 
 
 def conversion_sides(net, mod, workdir):
     """The unbound conversions of both directions, each a callable (with waitall)."""
     from mxnet import gluon
+
     mod_arrays = list(mod._arg_params.values()) + list(mod._aux_params.values())
     net_arrays = param_data(net)
     ckpt, exported = os.path.join(workdir, "ckpt"), os.path.join(workdir, "exported")
@@ -52,8 +58,7 @@ def conversion_sides(net, mod, workdir):
         # What Module.save_checkpoint writes; the Module method itself needs a bound module
         # before MXNet 1.6 (get_params asserts it).
         mx.model.save_checkpoint(ckpt, 0, mod.symbol, mod._arg_params, mod._aux_params)
-        return gluon.SymbolBlock.imports(ckpt + "-symbol.json", ["data"],
-                                         ckpt + "-0000.params")
+        return gluon.SymbolBlock.imports(ckpt + "-symbol.json", ["data"], ckpt + "-0000.params")
 
     def export_roundtrip():
         net.export(exported)
@@ -90,8 +95,9 @@ def conversion_models(configs):
 def _malloc_trim():
     try:
         import ctypes
+
         return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):     # not glibc
+    except (OSError, AttributeError):  # not glibc
         return lambda pad: 0
 
 
@@ -106,7 +112,7 @@ def _collect(side):
     and the ratios jumped between runs."""
     del _results[:]
     gc.collect()
-    mx.nd.waitall()      # MXNet frees arrays through its engine
+    mx.nd.waitall()  # MXNet frees arrays through its engine
     _trim(0)
 
 
@@ -123,7 +129,7 @@ def _bench_convert(table, configs, reps):
         try:
             net = gluon_net(name, size)
             mod = inference_module(net, workdir)
-            weights = sum(a.size * 4 for a in param_data(net)) / 2.0 ** 20
+            weights = sum(a.size * 4 for a in param_data(net)) / 2.0**20
             model = "%s (%.0f MB of weights)" % (name.replace("_v1", ""), weights)
             to_gluon, to_module = conversion_sides(net, mod, workdir)
 
@@ -134,19 +140,43 @@ def _bench_convert(table, configs, reps):
                 # conversion measured 1.5-3x slower than beside a plain copy (state the file
                 # loads leave behind; not reproducible in isolation), which would blur its
                 # ratio to the plain copy.
-                times = interleave({k: _waited(sides[k]) for k in (base, copy)}, reps,
-                                   setup=_collect)
-                table.add("%s %s: copy" % (direction, model), base, times[base], copy,
-                          times[copy], copy_target)
+                times = interleave(
+                    {k: _waited(sides[k]) for k in (base, copy)}, reps, setup=_collect
+                )
+                table.add(
+                    "%s %s: copy" % (direction, model),
+                    base,
+                    times[base],
+                    copy,
+                    times[copy],
+                    copy_target,
+                )
                 keys = (files, copy, share) + ((FLOOR,) if FLOOR in sides else ())
                 times = interleave({k: _waited(sides[k]) for k in keys}, reps, setup=_collect)
-                table.add("%s %s: copy vs files" % (direction, model), files, times[files],
-                          copy, times[copy], "< 1 (faster)")
-                table.add("%s %s: share vs files" % (direction, model), files, times[files],
-                          share, times[share], share_target)
+                table.add(
+                    "%s %s: copy vs files" % (direction, model),
+                    files,
+                    times[files],
+                    copy,
+                    times[copy],
+                    "< 1 (faster)",
+                )
+                table.add(
+                    "%s %s: share vs files" % (direction, model),
+                    files,
+                    times[files],
+                    share,
+                    times[share],
+                    share_target,
+                )
                 if FLOOR in times:
-                    table.add("%s %s: share vs MXNet's floor" % (direction, model), FLOOR,
-                              times[FLOOR], share, times[share])
+                    table.add(
+                        "%s %s: share vs MXNet's floor" % (direction, model),
+                        FLOOR,
+                        times[FLOOR],
+                        share,
+                        times[share],
+                    )
 
             # Bound, ready to predict: what a user writes without mxcompat.
             shapes = [("data", (1, 3, size, size))]
@@ -165,13 +195,19 @@ def _bench_convert(table, configs, reps):
             def converted():
                 mxcompat.to_module(net, data_shapes=shapes)
 
-            times = interleave({"bind+set_params": _waited(bare),
-                                "to_module(data_shapes)": _waited(converted)}, reps,
-                               setup=_collect)
-            table.add("Gluon->Module %s bound 1x3x%dx%d" % (name.replace("_v1", ""), size,
-                                                           size),
-                      "Module(sym).bind+set_params", times["bind+set_params"],
-                      "to_module(data_shapes=...)", times["to_module(data_shapes)"], "<= 1.1x")
+            times = interleave(
+                {"bind+set_params": _waited(bare), "to_module(data_shapes)": _waited(converted)},
+                reps,
+                setup=_collect,
+            )
+            table.add(
+                "Gluon->Module %s bound 1x3x%dx%d" % (name.replace("_v1", ""), size, size),
+                "Module(sym).bind+set_params",
+                times["bind+set_params"],
+                "to_module(data_shapes=...)",
+                times["to_module(data_shapes)"],
+                "<= 1.1x",
+            )
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         del net, mod

@@ -4,6 +4,7 @@ interleaving, 3x the repetitions, plus the ``update()`` call alone) vs nothing f
 the gradient memory each executor allocated; and frozen after bind (the update-path skip)
 vs nothing frozen, vs native and vs the forward and full backward it cannot avoid (its
 gradients were allocated at bind)."""
+
 import gc
 import json
 
@@ -12,8 +13,15 @@ import mxnet as mx
 import numpy as np
 
 from ._harness import interleave
-from .models import (CALL_CLOCK, CALL_REPS, config_label, module_step, resnet_symbol,
-                     training_module, warm_registry)
+from .models import (
+    CALL_CLOCK,
+    CALL_REPS,
+    config_label,
+    module_step,
+    resnet_symbol,
+    training_module,
+    warm_registry,
+)
 
 
 def head_params(symbol):
@@ -25,8 +33,14 @@ def head_params(symbol):
 
 
 def _grad_mb(mod):
-    return sum(g[0].size * np.dtype(g[0].dtype).itemsize
-               for g in mod._exec_group.grad_arrays if g[0] is not None) / 2.0 ** 20
+    return (
+        sum(
+            g[0].size * np.dtype(g[0].dtype).itemsize
+            for g in mod._exec_group.grad_arrays
+            if g[0] is not None
+        )
+        / 2.0**20
+    )
 
 
 def run(table, configs, reps):
@@ -37,10 +51,9 @@ def run(table, configs, reps):
         backbone = [n for n in params if n not in head]
 
         none, data = training_module(name, size, batch, symbol=symbol)
-        with mxcompat.frozen(*backbone):        # frozen before bind: no gradient buffers
+        with mxcompat.frozen(*backbone):  # frozen before bind: no gradient buffers
             registry, _ = training_module(name, size, batch, symbol=symbol)
-        native, _ = training_module(name, size, batch, symbol=symbol,
-                                    fixed_param_names=backbone)
+        native, _ = training_module(name, size, batch, symbol=symbol, fixed_param_names=backbone)
 
         def fwd_bwd_only():
             # Frozen after bind still computes every gradient: this is its floor.
@@ -48,11 +61,13 @@ def run(table, configs, reps):
             mx.nd.waitall()
 
         # One data batch for all: same work.
-        sides = {"nothing frozen": module_step(none, data),
-                 "registry, before bind": module_step(registry, data),
-                 "fixed_param_names": module_step(native, data),
-                 "registry, after bind": module_step(none, data),
-                 "fwd_bwd only": fwd_bwd_only}
+        sides = {
+            "nothing frozen": module_step(none, data),
+            "registry, before bind": module_step(registry, data),
+            "fixed_param_names": module_step(native, data),
+            "registry, after bind": module_step(none, data),
+            "fwd_bwd only": fwd_bwd_only,
+        }
         close = ("fixed_param_names", "registry, before bind")
 
         def setup(side):
@@ -62,8 +77,9 @@ def run(table, configs, reps):
             mxcompat.freeze(*backbone)
             if not side.startswith("registry"):
                 mxcompat.unfreeze()
-            warm_registry(params, {"registry, before bind": registry,
-                                   "registry, after bind": none}.get(side))
+            warm_registry(
+                params, {"registry, before bind": registry, "registry, after bind": none}.get(side)
+            )
 
         # Registry vs native differ by microseconds on steps of milliseconds: their own
         # interleaving, with three times the repetitions (cheap: both steps skip the
@@ -77,47 +93,103 @@ def run(table, configs, reps):
 
         # update() alone (async): the registry's own per-update cost, without the step's
         # noise, as CPU time (CALL_CLOCK).
-        calls = interleave({"fixed_param_names": native.update,
-                            "registry, before bind": registry.update}, CALL_REPS * reps,
-                           setup=drain, clock=CALL_CLOCK)
+        calls = interleave(
+            {"fixed_param_names": native.update, "registry, before bind": registry.update},
+            CALL_REPS * reps,
+            setup=drain,
+            clock=CALL_CLOCK,
+        )
         mx.nd.waitall()
         mxcompat.unfreeze()
         label = config_label(name, size, batch)
-        table.add("Freeze before bind %s: registry vs native" % label,
-                  "fixed_param_names", pair["fixed_param_names"], "registry, before bind",
-                  pair["registry, before bind"], "<= 1.03x")
-        table.add("Freeze before bind, update() call only, CPU (%s)" % label,
-                  "fixed_param_names", calls["fixed_param_names"], "registry, before bind",
-                  calls["registry, before bind"], "<= 1.05x")
-        table.add("Freeze before bind %s: registry vs none frozen" % label,
-                  "nothing frozen", times["nothing frozen"], "registry, before bind",
-                  times["registry, before bind"], "< 1 (faster)")
-        table.add("Freeze after bind (update skip) %s vs none frozen" % label,
-                  "nothing frozen", times["nothing frozen"], "registry, after bind",
-                  times["registry, after bind"], "< 1 (faster)")
-        table.add("Freeze after bind (update skip) %s vs native" % label,
-                  "fixed_param_names", times["fixed_param_names"], "registry, after bind",
-                  times["registry, after bind"])
-        table.add("Freeze after bind %s vs the backward it cannot avoid" % label,
-                  "fwd_bwd only, no update", times["fwd_bwd only"], "registry, after bind",
-                  times["registry, after bind"], "<= 1.05x")
-        grads = {"none": _grad_mb(none), "registry": _grad_mb(registry),
-                 "native": _grad_mb(native)}
-        table.add("Gradient memory, %s: registry vs native" % label, "fixed_param_names",
-                  [grads["native"]], "registry, before bind", [grads["registry"]],
-                  "1x", unit="MB")
-        table.add("Gradient memory, %s: registry vs none frozen" % label, "nothing frozen",
-                  [grads["none"]], "registry, before bind", [grads["registry"]], unit="MB")
-        exec_mb = {k: m._total_exec_bytes for k, m in
-                   (("none", none), ("registry", registry), ("native", native))}
+        table.add(
+            "Freeze before bind %s: registry vs native" % label,
+            "fixed_param_names",
+            pair["fixed_param_names"],
+            "registry, before bind",
+            pair["registry, before bind"],
+            "<= 1.03x",
+        )
+        table.add(
+            "Freeze before bind, update() call only, CPU (%s)" % label,
+            "fixed_param_names",
+            calls["fixed_param_names"],
+            "registry, before bind",
+            calls["registry, before bind"],
+            "<= 1.05x",
+        )
+        table.add(
+            "Freeze before bind %s: registry vs none frozen" % label,
+            "nothing frozen",
+            times["nothing frozen"],
+            "registry, before bind",
+            times["registry, before bind"],
+            "< 1 (faster)",
+        )
+        table.add(
+            "Freeze after bind (update skip) %s vs none frozen" % label,
+            "nothing frozen",
+            times["nothing frozen"],
+            "registry, after bind",
+            times["registry, after bind"],
+            "< 1 (faster)",
+        )
+        table.add(
+            "Freeze after bind (update skip) %s vs native" % label,
+            "fixed_param_names",
+            times["fixed_param_names"],
+            "registry, after bind",
+            times["registry, after bind"],
+        )
+        table.add(
+            "Freeze after bind %s vs the backward it cannot avoid" % label,
+            "fwd_bwd only, no update",
+            times["fwd_bwd only"],
+            "registry, after bind",
+            times["registry, after bind"],
+            "<= 1.05x",
+        )
+        grads = {"none": _grad_mb(none), "registry": _grad_mb(registry), "native": _grad_mb(native)}
+        table.add(
+            "Gradient memory, %s: registry vs native" % label,
+            "fixed_param_names",
+            [grads["native"]],
+            "registry, before bind",
+            [grads["registry"]],
+            "1x",
+            unit="MB",
+        )
+        table.add(
+            "Gradient memory, %s: registry vs none frozen" % label,
+            "nothing frozen",
+            [grads["none"]],
+            "registry, before bind",
+            [grads["registry"]],
+            unit="MB",
+        )
+        exec_mb = {
+            k: m._total_exec_bytes
+            for k, m in (("none", none), ("registry", registry), ("native", native))
+        }
         if any(exec_mb.values()):
             # Module._total_exec_bytes: the executors' own pools, MB as MXNet's debug_str
             # counts them (not the parameter or gradient arrays).
-            table.add("Executor pool (_total_exec_bytes), %s: registry" % label,
-                      "nothing frozen", [exec_mb["none"]], "registry, before bind",
-                      [exec_mb["registry"]], unit="MB")
-            table.add("Executor pool (_total_exec_bytes), %s: native" % label,
-                      "fixed_param_names", [exec_mb["native"]], "registry, before bind",
-                      [exec_mb["registry"]], "1x", unit="MB")
+            table.add(
+                "Executor pool (_total_exec_bytes), %s: registry" % label,
+                "nothing frozen",
+                [exec_mb["none"]],
+                "registry, before bind",
+                [exec_mb["registry"]],
+                unit="MB",
+            )
+            table.add(
+                "Executor pool (_total_exec_bytes), %s: native" % label,
+                "fixed_param_names",
+                [exec_mb["native"]],
+                "registry, before bind",
+                [exec_mb["registry"]],
+                "1x",
+                unit="MB",
+            )
         del none, registry, native, sides
         gc.collect()

@@ -1,5 +1,6 @@
 """What the sections share: the models they train or convert (model-zoo ResNets as a Module or
 a Gluon net), a Module's training step, and the patch/registry state each side runs in."""
+
 import os
 import time
 
@@ -28,12 +29,14 @@ def warm_registry(names, module=None, trainer=None):
     bound frozen).  The interleaving changes the registry between sides, which empties them;
     a training loop sets the registry once and then always hits them."""
     from mxcompat.freeze import module as freeze_module, registry, trainer as freeze_trainer
+
     registry.matches(tuple(names))
     if module is not None:
         freeze_module.warm(module)
         # frozen_statistics' per-executor list of frozen aux states, found at the first
         # backward after a registry change.
         from mxcompat.freeze import frozen_statistics
+
         for executor in module._exec_group.execs:
             frozen_statistics._frozen_aux(executor, registry.state.version)
     if trainer is not None:
@@ -64,22 +67,27 @@ def config_label(name, size, batch):
 
 # --- Module (symbolic) ------------------------------------------------------------------------
 
+
 def resnet_symbol(name):
     from mxnet.gluon.model_zoo import vision
+
     net = getattr(vision, name)(classes=10)
     return mx.sym.SoftmaxOutput(net(mx.sym.var("data")), name="softmax")
 
 
 def training_module(name, size, batch, symbol=None, **module_kwargs):
     mod = mx.mod.Module(symbol if symbol is not None else resnet_symbol(name), **module_kwargs)
-    mod.bind(data_shapes=[("data", (batch, 3, size, size))],
-             label_shapes=[("softmax_label", (batch,))])
+    mod.bind(
+        data_shapes=[("data", (batch, 3, size, size))], label_shapes=[("softmax_label", (batch,))]
+    )
     mx.random.seed(0)
     mod.init_params(mx.init.Xavier())
-    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.01,
-                                                          "momentum": 0.9, "wd": 1e-4})
-    data = mx.io.DataBatch([mx.nd.random.uniform(shape=(batch, 3, size, size))],
-                           [mx.nd.zeros(batch)])
+    mod.init_optimizer(
+        optimizer="sgd", optimizer_params={"learning_rate": 0.01, "momentum": 0.9, "wd": 1e-4}
+    )
+    data = mx.io.DataBatch(
+        [mx.nd.random.uniform(shape=(batch, 3, size, size))], [mx.nd.zeros(batch)]
+    )
     return mod, data
 
 
@@ -88,14 +96,17 @@ def module_step(mod, data):
         mod.forward_backward(data)
         mod.update()
         mx.nd.waitall()
+
     return step
 
 
 # --- Gluon ------------------------------------------------------------------------------------
 
+
 def gluon_net(name, size):
     """An initialised, hybridized model-zoo net that has run one forward pass."""
     from mxnet.gluon.model_zoo import vision
+
     net = getattr(vision, name)(classes=10)
     net.initialize(mx.init.Xavier())
     net.hybridize()

@@ -9,6 +9,7 @@ source is given; then it runs the two smaller files once per side.
 
 The test outcomes of both sides are printed (they run the same tests; MXNet's own failures on
 this stack are the same on both).  tests/mxnet_suite judges the outcomes, not this."""
+
 import importlib.util
 import os
 import re
@@ -29,8 +30,10 @@ SIDES = {"without mxcompat": ["-p", "no:mxcompat"], "with mxcompat": []}
 def _missing():
     need = [m for m in ("pytest", "nose") if importlib.util.find_spec(m) is None]
     if need:
-        return ("needs %s in this environment (MXNet's tests import nose: pip install pytest "
-                "pynose)" % " and ".join(need))
+        return (
+            "needs %s in this environment (MXNet's tests import nose: pip install pytest "
+            "pynose)" % " and ".join(need)
+        )
     if importlib.util.find_spec("mxcompat.pytest_plugin") is None:
         return "mxcompat is not installed here (its pytest plugin is what loads it)"
     return None
@@ -40,8 +43,14 @@ def _env():
     # mxcompat's own switches stay out (a stray MXCOMPAT_FREEZE would change the tests);
     # both sides draw the same random numbers (MXNet's common.with_seed reads these).
     env = {k: v for k, v in os.environ.items() if not k.startswith("MXCOMPAT_")}
-    env.update({"MXNET_TEST_SEED": "1234", "MXNET_MODULE_SEED": "1234",
-                "MXNET_SUBGRAPH_VERBOSE": "0", "PY_COLORS": "0"})
+    env.update(
+        {
+            "MXNET_TEST_SEED": "1234",
+            "MXNET_MODULE_SEED": "1234",
+            "MXNET_SUBGRAPH_VERBOSE": "0",
+            "PY_COLORS": "0",
+        }
+    )
     env.setdefault("OMP_NUM_THREADS", "1")
     return env
 
@@ -49,9 +58,11 @@ def _env():
 def run(table, configs, reps, source=None, quick=False):
     source = source or os.environ.get(SRC_ENV)
     if not source:
-        print("suite: skipped (no MXNet source: --mxnet-src or $%s names a git directory of "
-              "apache/mxnet with tag 1.9.1, whose Module/Gluon/Trainer tests are timed with "
-              "and without mxcompat)" % SRC_ENV)
+        print(
+            "suite: skipped (no MXNet source: --mxnet-src or $%s names a git directory of "
+            "apache/mxnet with tag 1.9.1, whose Module/Gluon/Trainer tests are timed with "
+            "and without mxcompat)" % SRC_ENV
+        )
         return
     missing = _missing()
     if missing:
@@ -71,12 +82,18 @@ def run(table, configs, reps, source=None, quick=False):
         def side(name):
             def run_pytest():
                 cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
-                out = subprocess.run(cmd + SIDES[name] + [f + ".py" for f in files],
-                                     cwd=unittest, env=_env(), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, universal_newlines=True,
-                                     timeout=3600).stdout
+                out = subprocess.run(
+                    cmd + SIDES[name] + [f + ".py" for f in files],
+                    cwd=unittest,
+                    env=_env(),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    universal_newlines=True,
+                    timeout=3600,
+                ).stdout
                 counts = re.findall(r"^=*\s*(\d+ (?:passed|failed).*?)\s*=*$", out, re.M)
                 summaries[name] = counts[-1] if counts else out.strip()[-300:]
+
             return run_pytest
 
         times = interleave({name: side(name) for name in SIDES}, rounds, warmup=0)
@@ -84,6 +101,11 @@ def run(table, configs, reps, source=None, quick=False):
         shutil.rmtree(workdir, ignore_errors=True)
     for name in SIDES:
         print("suite: %s: %s" % (name, summaries.get(name)))
-    table.add("MXNet 1.9.1's own tests (%s), fresh pytest each" % ", ".join(files),
-              "without mxcompat", times["without mxcompat"], "with mxcompat",
-              times["with mxcompat"], "<= 1.03x")
+    table.add(
+        "MXNet 1.9.1's own tests (%s), fresh pytest each" % ", ".join(files),
+        "without mxcompat",
+        times["without mxcompat"],
+        "with mxcompat",
+        times["with mxcompat"],
+        "<= 1.03x",
+    )

@@ -3,6 +3,7 @@ Module (``forward`` + ``asnumpy``), one ORT intra-op thread per ``OMP_NUM_THREAD
 (MXNet's), per configuration; and the export once per model: MXNet's own ``export_model``
 (to a file) vs ``to_onnx`` without and with verification.  Skipped (one line) without onnx
 and onnxruntime."""
+
 import os
 import shutil
 import tempfile
@@ -33,12 +34,13 @@ def run(table, configs, reps):
         if (name, size) not in exported:
             exported.add((name, size))
             _bench_export(table, net, shape, label, max(1, reps // 10))
-        model = mxcompat.to_onnx(net, [shape])       # verified once, untimed
+        model = mxcompat.to_onnx(net, [shape])  # verified once, untimed
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        session = ort.InferenceSession(model.SerializeToString(), options,
-                                       providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
         mod = mxcompat.to_module(net, data_shapes=[("data", shape)])
         x = np.random.RandomState(0).uniform(-1, 1, shape).astype("float32")
         batch_nd = mx.io.DataBatch([mx.nd.array(x)])
@@ -51,8 +53,13 @@ def run(table, configs, reps):
             return session.run(None, {"data": x})[0]
 
         times = interleave({"mxnet": mxnet_side, "onnxruntime": onnx_side}, reps)
-        table.add("Inference %s, %d thread(s)" % (label, threads), "MXNet Module.forward",
-                  times["mxnet"], "onnxruntime (to_onnx)", times["onnxruntime"])
+        table.add(
+            "Inference %s, %d thread(s)" % (label, threads),
+            "MXNet Module.forward",
+            times["mxnet"],
+            "onnxruntime (to_onnx)",
+            times["onnxruntime"],
+        )
 
 
 def _bench_export(table, net, shape, label, reps):
@@ -61,19 +68,34 @@ def _bench_export(table, net, shape, label, reps):
     params = {p.name: p.data() for p in net.collect_params().values()}
     path = os.path.join(workdir, "m.onnx")
     from mxcompat._core import facts as _compat
+
     if _compat.since(_compat.MX_ONNX_PACKAGE):
         export = mx.onnx.export_model
     else:
         export = mx.contrib.onnx.export_model
     try:
-        times = interleave({
-            "mxnet": lambda: export(symbol, params, [shape], np.float32, path),
-            "to_onnx": lambda: mxcompat.to_onnx(net, [shape], verify=False),
-            "verified": lambda: mxcompat.to_onnx(net, [shape]),
-        }, reps, warmup=0)
+        times = interleave(
+            {
+                "mxnet": lambda: export(symbol, params, [shape], np.float32, path),
+                "to_onnx": lambda: mxcompat.to_onnx(net, [shape], verify=False),
+                "verified": lambda: mxcompat.to_onnx(net, [shape]),
+            },
+            reps,
+            warmup=0,
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    table.add("ONNX export %s" % label.split(" b")[0], "MXNet export_model (file)",
-              times["mxnet"], "to_onnx(verify=False)", times["to_onnx"])
-    table.add("ONNX export %s, verified" % label.split(" b")[0], "MXNet export_model (file)",
-              times["mxnet"], "to_onnx (onnxruntime check)", times["verified"])
+    table.add(
+        "ONNX export %s" % label.split(" b")[0],
+        "MXNet export_model (file)",
+        times["mxnet"],
+        "to_onnx(verify=False)",
+        times["to_onnx"],
+    )
+    table.add(
+        "ONNX export %s, verified" % label.split(" b")[0],
+        "MXNet export_model (file)",
+        times["mxnet"],
+        "to_onnx (onnxruntime check)",
+        times["verified"],
+    )

@@ -2,6 +2,7 @@
 labels.  Plain MXNet 1.x dies in bind() with KeyError: 'softmax_label'; run it with
 `mxcompat run examples/export_then_load.py` (or add `import mxcompat` at the top) and it works.
 """
+
 import os
 import tempfile
 

@@ -6,6 +6,7 @@ if it already is).  ``MXCOMPAT_DISABLE=1`` turns every patch off,
 
 PYTEST_DONT_REWRITE
 """
+
 # `import mxcompat` before `import mxnet` only puts _core.hooks' finder in sys.meta_path
 # (a few standard modules Python has loaded anyway).  The patch modules, wrapt (whose 2.x
 # imports asyncio, ~13 ms) and the public API are loaded when MXNet's import starts, when
@@ -72,8 +73,8 @@ _AFTER_PATCHES = ("legacy_numpy",)
 # convert.quantize registers nothing: imported at the first use of `quantize`.
 
 _load_lock = _thread.RLock()
-_loaded = False     # every patch module registered, public names bound
-_loading = False    # _load is running (a patch module's `from . import x` re-enters)
+_loaded = False  # every patch module registered, public names bound
+_loading = False  # _load is running (a patch module's `from . import x` re-enters)
 
 
 def _load():
@@ -89,6 +90,7 @@ def _load():
         try:
             from importlib import import_module
             from .patches import ORDER, module_of
+
             for module in tuple(module_of(name) for name in ORDER) + _AFTER_PATCHES:
                 import_module(__name__ + "." + module)
             names = globals()
@@ -114,6 +116,7 @@ def __getattr__(name):
     names = globals()
     if name not in names and name in _PUBLIC:
         from importlib import import_module
+
         module, attr = _PUBLIC[name]
         names[name] = getattr(import_module(__name__ + "." + module), attr)
     try:

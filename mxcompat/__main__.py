@@ -1,4 +1,5 @@
 """``python -m mxcompat ...`` is the ``mxcompat`` command."""
+
 import sys
 
 from .cli import main

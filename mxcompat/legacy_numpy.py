@@ -10,6 +10,7 @@ still has (or still serves itself, with its own deprecation warning) is never to
 without the opt-in nothing changes.  The names MXNet's own code reads are restored for MXNet
 by the ``numpy_names`` patch as plain attributes, without a warning.
 """
+
 import sys
 import threading
 import warnings
@@ -26,6 +27,7 @@ ENV = settings.NUMPY_LEGACY
 def _asscalar(np):
     def asscalar(a):
         return a.item()
+
     asscalar.__module__ = "numpy"
     return asscalar
 
@@ -36,6 +38,7 @@ def _asfarray(np):
         if not np.issubdtype(dtype, np.inexact):
             dtype = np.float64
         return np.asarray(a, dtype=dtype)
+
     asfarray.__module__ = "numpy"
     return asfarray
 
@@ -84,10 +87,10 @@ REPLACEMENTS = {
 }
 
 _lock = threading.Lock()
-_enabled = False     # the opt-in is on
-_hooked = False      # a post-import hook waits for numpy
-_original = None     # numpy's module class before ours
-_values = {}         # name -> the value served (built at its first use)
+_enabled = False  # the opt-in is on
+_hooked = False  # a post-import hook waits for numpy
+_original = None  # numpy's module class before ours
+_values = {}  # name -> the value served (built at its first use)
 
 
 def enabled():
@@ -125,8 +128,11 @@ def _install(np):
         return
     global _original
     _original = type(np)
-    np.__class__ = type("NumPyWithLegacyNames", (type(np),), {
-        "_mxcompat_numpy_legacy": True, "__getattr__": _legacy_getattr})
+    np.__class__ = type(
+        "NumPyWithLegacyNames",
+        (type(np),),
+        {"_mxcompat_numpy_legacy": True, "__getattr__": _legacy_getattr},
+    )
 
 
 def _legacy_getattr(module, name):
@@ -139,10 +145,11 @@ def _legacy_getattr(module, name):
                 numpy_getattr(name)
         raise AttributeError("module 'numpy' has no attribute %r" % name)
     value = _value(module, name)
-    warn_once(("numpy-legacy", name),
-              "numpy.%s is gone from NumPy %s; legacy code gets %s from mxcompat "
-              "(numpy_legacy): use that instead" % (name, module.__version__,
-                                                    REPLACEMENTS[name][1]))
+    warn_once(
+        ("numpy-legacy", name),
+        "numpy.%s is gone from NumPy %s; legacy code gets %s from mxcompat "
+        "(numpy_legacy): use that instead" % (name, module.__version__, REPLACEMENTS[name][1]),
+    )
     return value
 
 

@@ -13,6 +13,7 @@
 Loading the plugin imports mxcompat, as ``import mxcompat`` in the tests would: the patches land
 when (and only if) a test imports mxnet.  The plugin itself never imports mxnet.
 """
+
 import contextlib
 import sys
 
@@ -30,17 +31,22 @@ OUTSIDE_TESTS = "(outside any test: import or collection)"
 
 def pytest_addoption(parser):
     group = parser.getgroup("mxcompat")
-    group.addoption("--mxcompat-strict", action="store_true", default=False,
-                    help="fail each test in which mxcompat handled a legacy MXNet trap (for "
-                         "code that should be clean of the traps rather than patched)")
+    group.addoption(
+        "--mxcompat-strict",
+        action="store_true",
+        default=False,
+        help="fail each test in which mxcompat handled a legacy MXNet trap (for "
+        "code that should be clean of the traps rather than patched)",
+    )
 
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "mxnet(spec, reason=None): run only where the installed MXNet release "
-                   "matches the PEP 440 specifier spec, e.g. '>=1.6,<1.9'")
-    config.pluginmanager.register(_Traps(config.getoption("mxcompat_strict")),
-                                  "mxcompat-traps")
+        "markers",
+        "mxnet(spec, reason=None): run only where the installed MXNet release "
+        "matches the PEP 440 specifier spec, e.g. '>=1.6,<1.9'",
+    )
+    config.pluginmanager.register(_Traps(config.getoption("mxcompat_strict")), "mxcompat-traps")
 
 
 def _installed(module="mxnet", distribution="mxnet"):
@@ -51,7 +57,7 @@ def _installed(module="mxnet", distribution="mxnet"):
         return mod.__version__, True
     try:
         from importlib import metadata
-    except ImportError:   # Python 3.7: pytest depends on the backport there
+    except ImportError:  # Python 3.7: pytest depends on the backport there
         import importlib_metadata as metadata
     try:
         return metadata.version(distribution), False
@@ -61,11 +67,19 @@ def _installed(module="mxnet", distribution="mxnet"):
 
 def pytest_report_header(config):
     import wrapt
+
     version, imported = _installed()
     numpy_version, _ = _installed("numpy", "numpy")
-    lines = ["mxcompat %s: MXNet %s, NumPy %s, Python %s, wrapt %s" % (
-        mxcompat.__version__, version or "(not installed)", numpy_version or "(not installed)",
-        sys.version.split()[0], wrapt.__version__)]
+    lines = [
+        "mxcompat %s: MXNet %s, NumPy %s, Python %s, wrapt %s"
+        % (
+            mxcompat.__version__,
+            version or "(not installed)",
+            numpy_version or "(not installed)",
+            sys.version.split()[0],
+            wrapt.__version__,
+        )
+    ]
     if imported:
         try:
             features = _compat.build_features()
@@ -78,8 +92,7 @@ def pytest_report_header(config):
         lines.append("mxcompat: MXNet build features: %s" % features)
         lines.append("mxcompat: active patches: %s" % (", ".join(mxcompat.patched()) or "none"))
     elif version is not None:
-        lines.append("mxcompat: mxnet is not imported yet; the patches land when a test "
-                     "imports it")
+        lines.append("mxcompat: mxnet is not imported yet; the patches land when a test imports it")
     return lines
 
 
@@ -95,19 +108,25 @@ def pytest_runtest_setup(item):
     if not markers:
         return
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     version, _ = _installed()
     release = _release(version) if version else None
     for marker in markers:
         if len(marker.args) != 1 or not isinstance(marker.args[0], str):
-            pytest.fail("@pytest.mark.mxnet takes one specifier string, e.g. "
-                        "@pytest.mark.mxnet('>=1.6,<1.9'); got %r" % (marker.args,),
-                        pytrace=False)
+            pytest.fail(
+                "@pytest.mark.mxnet takes one specifier string, e.g. "
+                "@pytest.mark.mxnet('>=1.6,<1.9'); got %r" % (marker.args,),
+                pytrace=False,
+            )
         spec = marker.args[0]
         try:
             specifier = SpecifierSet(spec)
         except InvalidSpecifier:
-            pytest.fail("@pytest.mark.mxnet(%r): not a PEP 440 version specifier (e.g. "
-                        "'>=1.6,<1.9')" % spec, pytrace=False)
+            pytest.fail(
+                "@pytest.mark.mxnet(%r): not a PEP 440 version specifier (e.g. "
+                "'>=1.6,<1.9')" % spec,
+                pytrace=False,
+            )
         why = marker.kwargs.get("reason") or "needs MXNet %s" % spec
         if release is None:
             pytest.skip("%s (MXNet is not installed)" % why)
@@ -122,8 +141,10 @@ def mxcompat_frozen():
     removed at teardown and those registered before are left as they were.  Returns the
     registered patterns."""
     with contextlib.ExitStack() as stack:
+
         def freeze(*patterns):
             return stack.enter_context(mxcompat.frozen(*patterns))
+
         yield freeze
 
 
@@ -165,25 +186,33 @@ class _Traps:
         hits = ", ".join("%s (%d)" % kv for kv in sorted(self.in_test.items()))
         self.in_test = {}
         report.outcome = "failed"
-        report.longrepr = ("--mxcompat-strict: mxcompat handled legacy MXNet trap(s) in this "
-                           "test: %s; without mxcompat this code would fail or compute "
-                           "something else (`pytest -p no:mxcompat` shows how)" % hits)
+        report.longrepr = (
+            "--mxcompat-strict: mxcompat handled legacy MXNet trap(s) in this "
+            "test: %s; without mxcompat this code would fail or compute "
+            "something else (`pytest -p no:mxcompat` shows how)" % hits
+        )
 
     def pytest_terminal_summary(self, terminalreporter):
         if not self.counts:
             return
         tr = terminalreporter
         tr.write_sep("=", "legacy MXNet traps handled by mxcompat")
-        rows = [(name, str(self.counts[name]), self.first[name])
-                for name in _patching.names() if name in self.counts]
-        widths = [max(len(r[i]) for r in rows + [("patch", "count", "first hit")])
-                  for i in range(2)]
+        rows = [
+            (name, str(self.counts[name]), self.first[name])
+            for name in _patching.names()
+            if name in self.counts
+        ]
+        widths = [
+            max(len(r[i]) for r in rows + [("patch", "count", "first hit")]) for i in range(2)
+        ]
         tr.write_line("%-*s  %*s  %s" % (widths[0], "patch", widths[1], "count", "first hit"))
         for name, count, first in rows:
             tr.write_line("%-*s  %*s  %s" % (widths[0], name, widths[1], count, first))
-        tr.write_line("Each is legacy code that only works (or computes what it did on its own "
-                      "stack) because of mxcompat; `mxcompat patches` says what each patch "
-                      "fixes, --mxcompat-strict fails the tests that hit one.")
+        tr.write_line(
+            "Each is legacy code that only works (or computes what it did on its own "
+            "stack) because of mxcompat; `mxcompat patches` says what each patch "
+            "fixes, --mxcompat-strict fails the tests that hit one."
+        )
 
     def pytest_unconfigure(self, config):
         _patching.remove_listener(self._listener)

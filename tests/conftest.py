@@ -5,6 +5,7 @@ OpenTelemetry instrument-in-setUp/uninstrument-in-tearDown pattern, inverted: pa
 normal state).  A test that needs a release marks itself as users do, with mxcompat's own
 pytest plugin: ``@pytest.mark.mxnet(">=1.6")`` skips it elsewhere and says why.
 """
+
 import os
 import subprocess
 import sys
@@ -37,8 +38,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # a weight's grad_req 'null' stops its bias (there mxcompat keeps the weight's gradient), and
 # whether oneDNN's kernels really run (not with MXNET_MKLDNN_ENABLED=0: MXNet then trains
 # the bias itself).
-ONEDNN_FC = (_compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS)
-             and "MKLDNN" in (_compat.build_features() or ()))
+ONEDNN_FC = _compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS) and "MKLDNN" in (
+    _compat.build_features() or ()
+)
 ONEDNN_FC_RUNS = ONEDNN_FC and _compat.onednn_enabled()
 
 
@@ -89,15 +91,22 @@ def pytest_collection_modifyitems(items):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "requires_plain_import: the test imports mxnet before (or without) mxcompat")
+        "markers", "requires_plain_import: the test imports mxnet before (or without) mxcompat"
+    )
 
 
 def pytest_runtest_setup(item):
     if item.get_closest_marker("requires_plain_import") and not plain_import_works():
-        pytest.skip("plain `import mxnet` fails here without mxcompat imported first "
-                    "(MXNet %s on NumPy %s / Python %d.%d)" % (
-                        mx.__version__, sys.modules["numpy"].__version__, sys.version_info[0],
-                        sys.version_info[1]))
+        pytest.skip(
+            "plain `import mxnet` fails here without mxcompat imported first "
+            "(MXNet %s on NumPy %s / Python %d.%d)"
+            % (
+                mx.__version__,
+                sys.modules["numpy"].__version__,
+                sys.version_info[0],
+                sys.version_info[1],
+            )
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -135,10 +144,15 @@ def subprocess_env(env=None):
 
 def mxcompat_cmd(*args, **kwargs):
     """``python -m mxcompat ARGS`` in this env, as a user runs it (CompletedProcess)."""
-    return subprocess.run([sys.executable, "-m", "mxcompat"] + list(args),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=subprocess_env(kwargs.pop("env", None)),
-                          timeout=kwargs.pop("timeout", 180), **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "mxcompat"] + list(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=subprocess_env(kwargs.pop("env", None)),
+        timeout=kwargs.pop("timeout", 180),
+        **kwargs,
+    )
 
 
 def write(path, text):
@@ -149,10 +163,15 @@ def write(path, text):
 
 def run_python(code, env=None, timeout=180, cwd=None):
     """Run ``code`` in a fresh interpreter (this env's), returning the CompletedProcess."""
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=subprocess_env(env), timeout=timeout,
-                          cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=subprocess_env(env),
+        timeout=timeout,
+        cwd=cwd,
+    )
 
 
 def run_threads(target, count, timeout):
@@ -160,6 +179,7 @@ def run_threads(target, count, timeout):
     every microsecond (so their critical sections overlap on every run); the threads still
     alive after ``timeout`` seconds each (hung) are returned."""
     import threading
+
     threads = [threading.Thread(target=target) for _ in range(count)]
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
@@ -176,10 +196,14 @@ def run_threads(target, count, timeout):
 @pytest.fixture
 def python():
     """``python(code)`` runs code in a fresh interpreter and fails the test on a non-zero exit."""
+
     def run(code, env=None, timeout=180, check=True):
         proc = run_python(code, env=env, timeout=timeout)
         if check and proc.returncode != 0:
-            pytest.fail("subprocess failed (%d):\n%s\n%s" % (proc.returncode, proc.stdout,
-                                                              proc.stderr[-4000:]))
+            pytest.fail(
+                "subprocess failed (%d):\n%s\n%s"
+                % (proc.returncode, proc.stdout, proc.stderr[-4000:])
+            )
         return proc
+
     return run

@@ -11,6 +11,7 @@ ten reads in the last hundred steps may exceed the median of the ten in the seco
 ``MARGIN`` bytes at most: less than one object (>= 32 bytes) kept per step, per registry
 change (60 between the windows) or per model (30 cycles between them) would add.
 """
+
 import gc
 import os
 import tracemalloc
@@ -26,8 +27,8 @@ import wrapt
 from mxnet import autograd, gluon
 
 STEPS = 500
-CHANGE_EVERY = 5        # the registry changes every 5 steps: freeze, then unfreeze
-UNMATCHED = "nothing_matches_this"   # warns once per model, then is checked at every step
+CHANGE_EVERY = 5  # the registry changes every 5 steps: freeze, then unfreeze
+UNMATCHED = "nothing_matches_this"  # warns once per model, then is checked at every step
 BATCH = 4
 
 _PACKAGE = os.path.dirname(os.path.abspath(mxcompat.__file__))
@@ -49,7 +50,7 @@ def traced():
     if not was_tracing:
         tracemalloc.start(1)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", mxcompat.MXCompatWarning)    # the unmatched pattern
+        warnings.simplefilter("ignore", mxcompat.MXCompatWarning)  # the unmatched pattern
         yield
     if not was_tracing:
         tracemalloc.stop()
@@ -58,7 +59,8 @@ def traced():
 def _footprint():
     gc.collect()
     snapshot = tracemalloc.take_snapshot().filter_traces(
-        [tracemalloc.Filter(True, os.path.join(_PACKAGE, "*"))])
+        [tracemalloc.Filter(True, os.path.join(_PACKAGE, "*"))]
+    )
     return sum(stat.size for stat in snapshot.statistics("filename")), snapshot
 
 
@@ -74,9 +76,11 @@ def _assert_no_growth(reads, second, last, what):
     """``reads``: step (or cycle) -> ``_footprint()``."""
     (size_a, snap_a), (size_b, snap_b) = _median_read(reads, second), _median_read(reads, last)
     grown = [str(d) for d in snap_b.compare_to(snap_a, "lineno") if d.size_diff][:8]
-    assert size_b <= size_a + MARGIN, "%s: mxcompat's footprint grew, median %d -> %d bytes " \
-        "(reads %s):\n%s" % (what, size_a, size_b, [reads[i][0] for i in sorted(reads)],
-                             "\n".join(grown))
+    assert size_b <= size_a + MARGIN, (
+        "%s: mxcompat's footprint grew, median %d -> %d bytes "
+        "(reads %s):\n%s"
+        % (what, size_a, size_b, [reads[i][0] for i in sorted(reads)], "\n".join(grown))
+    )
 
 
 # Where the footprint is read: every ten steps of the second hundred and of the last.
@@ -98,30 +102,35 @@ def _symbol():
     data = mx.sym.var("data")
     hidden = mx.sym.BatchNorm(mx.sym.FullyConnected(data, num_hidden=8, name="fc1"), name="bn1")
     hidden = mx.sym.Activation(hidden, act_type="relu")
-    return mx.sym.SoftmaxOutput(mx.sym.FullyConnected(hidden, num_hidden=3, name="fc2"),
-                                name="softmax")
+    return mx.sym.SoftmaxOutput(
+        mx.sym.FullyConnected(hidden, num_hidden=3, name="fc2"), name="softmax"
+    )
 
 
 def _module():
     mod = mx.mod.Module(_symbol(), context=mx.cpu())
     mod.bind(data_shapes=[("data", (BATCH, 5))], label_shapes=[("softmax_label", (BATCH,))])
     mod.init_params(mx.init.Xavier())
-    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.01,
-                                                          "momentum": 0.9})
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.01, "momentum": 0.9})
     return mod
 
 
 def _batch():
     rng = np.random.RandomState(0)
-    return mx.io.DataBatch([mx.nd.array(rng.uniform(-1, 1, (BATCH, 5)))],
-                           [mx.nd.array(rng.randint(0, 3, BATCH))])
+    return mx.io.DataBatch(
+        [mx.nd.array(rng.uniform(-1, 1, (BATCH, 5)))], [mx.nd.array(rng.randint(0, 3, BATCH))]
+    )
 
 
 def _net(prefix=None):
     net = gluon.nn.HybridSequential(prefix=prefix)
     with net.name_scope():
-        net.add(gluon.nn.Dense(8, in_units=5, prefix="fc1_"), gluon.nn.BatchNorm(prefix="bn1_"),
-                gluon.nn.Activation("relu"), gluon.nn.Dense(3, in_units=8, prefix="fc2_"))
+        net.add(
+            gluon.nn.Dense(8, in_units=5, prefix="fc1_"),
+            gluon.nn.BatchNorm(prefix="bn1_"),
+            gluon.nn.Activation("relu"),
+            gluon.nn.Dense(3, in_units=8, prefix="fc2_"),
+        )
     net.initialize(mx.init.Xavier())
     net.hybridize()
     return net
@@ -158,8 +167,7 @@ def test_module_update_footprint_flat_while_the_registry_changes(traced):
 
 def test_trainer_step_footprint_flat_while_the_registry_changes(traced):
     net = _net(prefix="net_")
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01,
-                                                          "momentum": 0.9})
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01, "momentum": 0.9})
     rng = np.random.RandomState(0)
     x = mx.nd.array(rng.uniform(-1, 1, (BATCH, 5)))
     y = mx.nd.array(rng.randint(0, 3, BATCH))
@@ -201,9 +209,13 @@ def _cycle(i, x, y):
     converted = net.to_module(data_shapes=[("data", (BATCH, 5))], copy=bool(i % 2))
     converted.predict(mx.io.NDArrayIter(x.asnumpy(), batch_size=BATCH))
     mx.nd.waitall()
-    return {"Module": weakref.ref(mod), "Module.to_gluon()": weakref.ref(block),
-            "Gluon net": weakref.ref(net), "Trainer": weakref.ref(trainer),
-            "HybridBlock.to_module()": weakref.ref(converted)}
+    return {
+        "Module": weakref.ref(mod),
+        "Module.to_gluon()": weakref.ref(block),
+        "Gluon net": weakref.ref(net),
+        "Trainer": weakref.ref(trainer),
+        "HybridBlock.to_module()": weakref.ref(converted),
+    }
 
 
 def test_dropped_models_are_collected_and_footprint_flat(traced):
@@ -220,10 +232,12 @@ def test_dropped_models_are_collected_and_footprint_flat(traced):
         if i + 1 in CYCLE_SECOND or i + 1 in CYCLE_LAST:
             reads[i + 1] = _footprint()
     if _WRAPT < (1, 15):
-        pytest.skip("wrapt %s: its C extension keeps ~50 bytes per call of Module() and more "
-                    "per Module.bind() through mxcompat's stacked wrappers, allocated in C under "
-                    "to_module's lines (not with wrapt 2.5.2); the models were collected"
-                    % wrapt.__version__)
+        pytest.skip(
+            "wrapt %s: its C extension keeps ~50 bytes per call of Module() and more "
+            "per Module.bind() through mxcompat's stacked wrappers, allocated in C under "
+            "to_module's lines (not with wrapt 2.5.2); the models were collected"
+            % wrapt.__version__
+        )
     _assert_no_growth(reads, CYCLE_SECOND, CYCLE_LAST, "build/freeze/train/convert/drop")
 
 

@@ -1,4 +1,5 @@
 """Opt-in NumPy names for legacy user code (``mxcompat.numpy_legacy``), in fresh interpreters."""
+
 import json
 import sys
 import textwrap
@@ -15,34 +16,53 @@ NAMES = sorted(legacy_numpy.REPLACEMENTS)
 # What each name must give, checked in the child: an expression over `value` and `np`.
 CHECKS = {
     "asscalar": "value(np.array([3.5])) == 3.5 and type(value(np.array([3.5]))) is float",
-    "bool": "value is bool", "int": "value is int", "float": "value is float",
-    "complex": "value is complex", "object": "value is object", "str": "value is str",
-    "long": "value is int", "unicode": "value is str",
-    "float_": "value is np.float64", "complex_": "value is np.complex128",
-    "cfloat": "value is np.complex128", "singlecomplex": "value is np.complex64",
-    "longfloat": "value is np.longdouble", "longcomplex": "value is np.clongdouble",
-    "clongfloat": "value is np.clongdouble", "string_": "value is np.bytes_",
+    "bool": "value is bool",
+    "int": "value is int",
+    "float": "value is float",
+    "complex": "value is complex",
+    "object": "value is object",
+    "str": "value is str",
+    "long": "value is int",
+    "unicode": "value is str",
+    "float_": "value is np.float64",
+    "complex_": "value is np.complex128",
+    "cfloat": "value is np.complex128",
+    "singlecomplex": "value is np.complex64",
+    "longfloat": "value is np.longdouble",
+    "longcomplex": "value is np.clongdouble",
+    "clongfloat": "value is np.clongdouble",
+    "string_": "value is np.bytes_",
     "unicode_": "value is np.str_",
-    "Inf": "value == float('inf')", "Infinity": "value == float('inf')",
-    "infty": "value == float('inf')", "PINF": "value == float('inf')",
-    "NINF": "value == float('-inf')", "NaN": "value != value", "NAN": "value != value",
+    "Inf": "value == float('inf')",
+    "Infinity": "value == float('inf')",
+    "infty": "value == float('inf')",
+    "PINF": "value == float('inf')",
+    "NINF": "value == float('-inf')",
+    "NaN": "value != value",
+    "NAN": "value != value",
     "PZERO": "value == 0.0 and str(value) == '0.0'",
     "NZERO": "value == 0.0 and str(value) == '-0.0'",
-    "alltrue": "value is np.all", "sometrue": "value is np.any", "product": "value is np.prod",
-    "cumproduct": "value is np.cumprod", "round_": "value is np.round",
+    "alltrue": "value is np.all",
+    "sometrue": "value is np.any",
+    "product": "value is np.prod",
+    "cumproduct": "value is np.cumprod",
+    "round_": "value is np.round",
     "msort": "value(np.array([[3, 1], [1, 2]])).tolist() == [[1, 1], [3, 2]]",
     "in1d": "value(np.array([[1, 2], [3, 4]]), [2, 3]).tolist() == [False, True, True, False]",
     "trapz": "value is np.trapezoid",
     "row_stack": "value is np.vstack",
-    "asfarray": ("value([1, 2]).dtype == np.float64 and "
-                 "value([1, 2], dtype=np.float32).dtype == np.float32 and "
-                 "value([1, 2], dtype=int).dtype == np.float64"),
+    "asfarray": (
+        "value([1, 2]).dtype == np.float64 and "
+        "value([1, 2], dtype=np.float32).dtype == np.float32 and "
+        "value([1, 2], dtype=int).dtype == np.float64"
+    ),
 }
 
 
 def _lacking():
     """The names this env's NumPy refuses (asked without mxcompat)."""
-    proc = run_python("""
+    proc = run_python(
+        """
         import json, warnings
         warnings.simplefilter("ignore")
         import numpy as np
@@ -53,7 +73,9 @@ def _lacking():
             except AttributeError:
                 out.append(name)
         print(json.dumps(out))
-    """ % (NAMES,))
+    """
+        % (NAMES,)
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -86,7 +108,10 @@ def test_opt_in_serves_what_numpy_lacks_with_one_warning_per_name(how):
         "api-before-numpy": "import mxcompat\nmxcompat.numpy_legacy()\nimport numpy as np",
         "api-after-numpy": "import numpy as np\nimport mxcompat\nmxcompat.numpy_legacy()",
     }[how]
-    proc = run_python(setup + textwrap.dedent("""
+    proc = run_python(
+        setup
+        + textwrap.dedent(
+            """
         import json, sys, warnings
         warnings.simplefilter("always")
         results = {}
@@ -102,7 +127,11 @@ def test_opt_in_serves_what_numpy_lacks_with_one_warning_per_name(how):
                              again is value or name in ("NaN", "NAN"),
                              [(str(w.message), w.lineno == line) for w in ours]]
         print(json.dumps([np.__version__, results]))
-    """ % (lacking, CHECKS)), env={"MXCOMPAT_NUMPY_LEGACY": "1"} if how == "env" else None)
+    """
+            % (lacking, CHECKS)
+        ),
+        env={"MXCOMPAT_NUMPY_LEGACY": "1"} if how == "env" else None,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     version, results = json.loads(proc.stdout)
     for name in NAMES:
@@ -110,24 +139,31 @@ def test_opt_in_serves_what_numpy_lacks_with_one_warning_per_name(how):
         assert ok and same, name
         if name in lacking:
             replacement = legacy_numpy.REPLACEMENTS[name][1]
-            assert warned == [["numpy.%s is gone from NumPy %s; legacy code gets %s from "
-                               "mxcompat (numpy_legacy): use that instead"
-                               % (name, version, replacement), True]], name
+            assert warned == [
+                [
+                    "numpy.%s is gone from NumPy %s; legacy code gets %s from "
+                    "mxcompat (numpy_legacy): use that instead" % (name, version, replacement),
+                    True,
+                ]
+            ], name
         else:
-            assert warned == [], name   # NumPy's own name (or its own deprecated alias)
+            assert warned == [], name  # NumPy's own name (or its own deprecated alias)
 
 
 def test_numpy_legacy_false_takes_the_names_away():
     lacking = _lacking()
     if not lacking:
         pytest.skip("NumPy %s still has every legacy name" % sys.modules["numpy"].__version__)
-    proc = run_python("""
+    proc = run_python(
+        """
         import types, mxcompat, numpy as np
         mxcompat.numpy_legacy()
         served = hasattr(np, %r)
         mxcompat.numpy_legacy(False)
         print(served, hasattr(np, %r), type(np) is types.ModuleType)
-    """ % (lacking[0], lacking[0]))
+    """
+        % (lacking[0], lacking[0])
+    )
     assert proc.stdout.split() == ["True", "False", "True"], proc.stderr
 
 
@@ -145,18 +181,26 @@ def test_numpy_keeps_its_own_error_for_other_names():
 
 def test_run_numpy_legacy(tmpdir):
     from conftest import mxcompat_cmd, write
+
     lacking = _lacking()
     if "asscalar" not in lacking:
-        pytest.skip("NumPy %s still has numpy.asscalar (removed in 1.23)"
-                    % sys.modules["numpy"].__version__)
-    script = write(tmpdir.join("legacy.py"), """
+        pytest.skip(
+            "NumPy %s still has numpy.asscalar (removed in 1.23)" % sys.modules["numpy"].__version__
+        )
+    script = write(
+        tmpdir.join("legacy.py"),
+        """
         import numpy as np
         print(np.asscalar(np.array([7])))
-    """)
+    """,
+    )
     proc = mxcompat_cmd("run", "--numpy-legacy", script)
     assert (proc.returncode, proc.stdout) == (0, "7\n"), proc.stderr
     assert "legacy.py:3: MXCompatWarning: numpy.asscalar is gone" in proc.stderr
     proc = mxcompat_cmd("run", script)
     assert proc.returncode == 1
-    assert proc.stderr.strip().splitlines()[-1].startswith(
-        "AttributeError: module 'numpy' has no attribute 'asscalar'")
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith("AttributeError: module 'numpy' has no attribute 'asscalar'")
+    )

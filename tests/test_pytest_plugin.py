@@ -1,6 +1,7 @@
 """mxcompat's pytest plugin (mxcompat/pytest_plugin.py), run on small test files with pytest's
 own ``pytester``: the header, ``@pytest.mark.mxnet``, the traps-handled section,
 ``--mxcompat-strict`` and the ``mxcompat_frozen`` fixture."""
+
 import sys
 
 import pytest
@@ -43,14 +44,20 @@ def _features():
 
 def test_the_header_names_the_versions_the_build_and_the_active_patches(pytester):
     import wrapt
+
     pytester.makepyfile("import mxnet\n\ndef test_nothing():\n    pass\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     header = [line for line in result.outlines if line.startswith("mxcompat")]
     assert header == [
-        "mxcompat %s: MXNet %s, NumPy %s, Python %s, wrapt %s" % (
-            mxcompat.__version__, mx.__version__, sys.modules["numpy"].__version__,
-            sys.version.split()[0], wrapt.__version__),
+        "mxcompat %s: MXNet %s, NumPy %s, Python %s, wrapt %s"
+        % (
+            mxcompat.__version__,
+            mx.__version__,
+            sys.modules["numpy"].__version__,
+            sys.version.split()[0],
+            wrapt.__version__,
+        ),
         "mxcompat: MXNet build features: %s" % _features(),
         "mxcompat: active patches: %s" % ", ".join(mxcompat.patched()),
     ]
@@ -61,17 +68,21 @@ def test_the_plugin_never_imports_mxnet_itself(pytester):
     # imports mxnet runs without it.
     try:
         from importlib import metadata
-    except ImportError:   # Python 3.7: pytest's dependency
+    except ImportError:  # Python 3.7: pytest's dependency
         import importlib_metadata as metadata
-    pytester.makepyfile("import sys\n\ndef test_no_mxnet():\n"
-                        "    assert 'mxnet' not in sys.modules\n")
+    pytester.makepyfile(
+        "import sys\n\ndef test_no_mxnet():\n    assert 'mxnet' not in sys.modules\n"
+    )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
     result.assert_outcomes(passed=1)
     header = [line for line in result.outlines if line.startswith("mxcompat")]
-    assert header[0].startswith("mxcompat %s: MXNet %s, NumPy %s, Python " % (
-        mxcompat.__version__, metadata.version("mxnet"), sys.modules["numpy"].__version__))
-    assert header[1:] == ["mxcompat: mxnet is not imported yet; the patches land when a test "
-                          "imports it"]
+    assert header[0].startswith(
+        "mxcompat %s: MXNet %s, NumPy %s, Python "
+        % (mxcompat.__version__, metadata.version("mxnet"), sys.modules["numpy"].__version__)
+    )
+    assert header[1:] == [
+        "mxcompat: mxnet is not imported yet; the patches land when a test imports it"
+    ]
 
 
 def test_the_mxnet_marker_runs_where_the_release_matches_and_says_why_elsewhere(pytester):
@@ -98,22 +109,26 @@ def test_the_mxnet_marker_runs_where_the_release_matches_and_says_why_elsewhere(
     release = _compat.parse_version(mx.__version__)
     in_16_to_18 = (1, 6) <= release[:2] < (1, 9)
     before_15 = release[:2] < (1, 5)
-    result.assert_outcomes(passed=1 + in_16_to_18 + before_15,
-                           skipped=2 - in_16_to_18 - before_15, errors=1)
-    reasons = sorted(line.split(": ", 1)[1] for line in result.outlines
-                     if line.startswith("SKIPPED"))
+    result.assert_outcomes(
+        passed=1 + in_16_to_18 + before_15, skipped=2 - in_16_to_18 - before_15, errors=1
+    )
+    reasons = sorted(
+        line.split(": ", 1)[1] for line in result.outlines if line.startswith("SKIPPED")
+    )
     expected = []
     if not before_15:
         expected.append("needs MXNet <1.5 (this is MXNet %s)" % mx.__version__)
     if not in_16_to_18:
         expected.append("needs MXNet >=1.6,<1.9 (this is MXNet %s)" % mx.__version__)
     assert reasons == expected
-    result.stdout.fnmatch_lines(["*@pytest.mark.mxnet('=>1.6'): not a PEP 440 version "
-                                 "specifier (e.g. '>=1.6,<1.9')"])
+    result.stdout.fnmatch_lines(
+        ["*@pytest.mark.mxnet('=>1.6'): not a PEP 440 version specifier (e.g. '>=1.6,<1.9')"]
+    )
 
 
 def test_the_mxnet_marker_matches_the_release_of_a_post_release():
     from mxcompat.pytest_plugin import _release
+
     assert _release("1.5.1.post0") == "1.5.1"
     assert _release("1.8.0.post0") == "1.8.0"
     assert _release("junk") is None
@@ -125,7 +140,7 @@ def test_record_counts_each_trap_handled_exactly():
     for _ in range(3):
         with pytest.raises(ZeroDivisionError):
             x / 0.5
-    (x / 2).wait_to_read()   # no trap: nothing counted
+    (x / 2).wait_to_read()  # no trap: nothing counted
     assert _patching.handled()["int_division"] == before + 3
 
 
@@ -134,9 +149,10 @@ def test_the_end_of_the_run_lists_the_traps_handled_with_the_first_test(pytester
     result = pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore::UserWarning")
     result.assert_outcomes(passed=3)
     lines = result.outlines
-    start = next(i for i, line in enumerate(lines)
-                 if "legacy MXNet traps handled by mxcompat" in line)
-    assert lines[start + 1:start + 5] == [
+    start = next(
+        i for i, line in enumerate(lines) if "legacy MXNet traps handled by mxcompat" in line
+    )
+    assert lines[start + 1 : start + 5] == [
         "patch         count  first hit",
         "bare_names        2  test_legacy_code.py::test_bare_names",
         "int_division      1  test_legacy_code.py::test_int_division",
@@ -147,8 +163,10 @@ def test_the_end_of_the_run_lists_the_traps_handled_with_the_first_test(pytester
 
 
 def test_no_section_when_nothing_was_handled(pytester):
-    pytester.makepyfile("import mxnet as mx\n\ndef test_add():\n"
-                        "    assert (mx.nd.ones(2) + 1).asnumpy().tolist() == [2.0, 2.0]\n")
+    pytester.makepyfile(
+        "import mxnet as mx\n\ndef test_add():\n"
+        "    assert (mx.nd.ones(2) + 1).asnumpy().tolist() == [2.0, 2.0]\n"
+    )
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert not [line for line in result.outlines if "traps handled" in line]
@@ -156,17 +174,24 @@ def test_no_section_when_nothing_was_handled(pytester):
 
 def test_strict_fails_the_tests_that_hit_a_trap(pytester):
     pytester.makepyfile(test_legacy_code=TRAPS)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore::UserWarning",
-                                "--mxcompat-strict")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "-W", "ignore::UserWarning", "--mxcompat-strict"
+    )
     result.assert_outcomes(passed=1, failed=2)
-    result.stdout.fnmatch_lines([
-        "*--mxcompat-strict: mxcompat handled legacy MXNet trap(s) in this test: "
-        "bare_names (2); without mxcompat*",
-        "*--mxcompat-strict: mxcompat handled legacy MXNet trap(s) in this test: "
-        "int_division (1); without mxcompat*",
-    ])
-    result.stdout.fnmatch_lines(["FAILED test_legacy_code.py::test_bare_names*",
-                                 "FAILED test_legacy_code.py::test_int_division*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*--mxcompat-strict: mxcompat handled legacy MXNet trap(s) in this test: "
+            "bare_names (2); without mxcompat*",
+            "*--mxcompat-strict: mxcompat handled legacy MXNet trap(s) in this test: "
+            "int_division (1); without mxcompat*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED test_legacy_code.py::test_bare_names*",
+            "FAILED test_legacy_code.py::test_int_division*",
+        ]
+    )
 
 
 def test_strict_counts_a_fixture_that_hits_a_trap(pytester):
@@ -182,8 +207,9 @@ def test_strict_counts_a_fixture_that_hits_a_trap(pytester):
         def test_uses_it(module):
             assert module.data_names == ["data"]
     """)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore::UserWarning",
-                                "--mxcompat-strict")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "-W", "ignore::UserWarning", "--mxcompat-strict"
+    )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*in this test: bare_names (1);*"])
 
@@ -245,23 +271,36 @@ def _get_params_of_nothing():
         _no_label_module([]).get_params()
 
 
-@pytest.mark.parametrize("name, trap, clean", [
-    # MXNet's default label on a symbol without one: dropped at Module(...).
-    ("labels", lambda: _no_label_module(None), lambda: _no_label_module([])),
-    ("unbound_get_params", _get_params_of_nothing,
-     lambda: _no_label_module([]).params_initialized),
-    ("ndarray_to_numpy", lambda: __import__("numpy").asarray(mx.nd.ones(2)),
-     lambda: mx.nd.ones(2).asnumpy()),
-], ids=["labels", "unbound_get_params", "ndarray_to_numpy"])
+@pytest.mark.parametrize(
+    "name, trap, clean",
+    [
+        # MXNet's default label on a symbol without one: dropped at Module(...).
+        ("labels", lambda: _no_label_module(None), lambda: _no_label_module([])),
+        (
+            "unbound_get_params",
+            _get_params_of_nothing,
+            lambda: _no_label_module([]).params_initialized,
+        ),
+        (
+            "ndarray_to_numpy",
+            lambda: __import__("numpy").asarray(mx.nd.ones(2)),
+            lambda: mx.nd.ones(2).asnumpy(),
+        ),
+    ],
+    ids=["labels", "unbound_get_params", "ndarray_to_numpy"],
+)
 def test_each_trap_handled_counts_once_and_the_clean_path_never(name, trap, clean):
     assert _delta(name, trap) == 1
     assert _delta(name, clean) == 0
 
 
-@pytest.mark.skipif(int(sys.modules["numpy"].__version__.split(".")[0]) < 2,
-                    reason="the numpy2 patch applies on NumPy 2 only")
+@pytest.mark.skipif(
+    int(sys.modules["numpy"].__version__.split(".")[0]) < 2,
+    reason="the numpy2 patch applies on NumPy 2 only",
+)
 def test_numpy2_counts_an_operator_call_given_numpy_scalars():
     import numpy as np
+
     x = mx.nd.ones((2, 3))
     assert _delta("numpy2", lambda: mx.nd.reshape(x, shape=(np.int64(3), 2))) == 1
     assert _delta("numpy2", lambda: mx.nd.reshape(x, shape=(3, 2))) == 0

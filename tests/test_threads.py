@@ -2,6 +2,7 @@
 model, freezes its own patterns, trains, converts it both ways and exports it to ONNX, while
 another thread keeps changing the registry with unrelated patterns.  Bounded in time: a hung
 thread fails the test."""
+
 import threading
 
 import numpy as np
@@ -26,8 +27,9 @@ def _onnx_here():
 def _net(prefix, seed):
     net = mx.gluon.nn.HybridSequential(prefix=prefix)
     with net.name_scope():
-        net.add(mx.gluon.nn.Dense(6, in_units=4, activation="relu"),
-                mx.gluon.nn.Dense(3, in_units=6))
+        net.add(
+            mx.gluon.nn.Dense(6, in_units=4, activation="relu"), mx.gluon.nn.Dense(3, in_units=6)
+        )
     net.initialize(mx.init.Uniform(0.5), ctx=mx.cpu())
     rng = np.random.RandomState(seed)
     for p in net.collect_params().values():
@@ -49,8 +51,9 @@ def _worker(index, errors, results):
         frozen = [n for n in params if n.startswith(prefix + "dense0_")]
         mxcompat.freeze(prefix + "dense0_*")
         before = _values(params)
-        trainer = mx.gluon.Trainer(params, "sgd", {"learning_rate": 0.1, "momentum": 0.9,
-                                                   "wd": 0.01})
+        trainer = mx.gluon.Trainer(
+            params, "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01}
+        )
         loss = mx.gluon.loss.L2Loss()
         for _ in range(STEPS):
             with mx.autograd.record():
@@ -59,10 +62,10 @@ def _worker(index, errors, results):
             trainer.step(2)
         after = _values(params)
         # Gluon -> Module: the frozen kernel stays there too, through Module.update().
-        mod = net.to_module(data_shapes=[("data", (2, 4))], label_names=None,
-                            for_training=True)
-        mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1,
-                                                              "momentum": 0.9})
+        mod = net.to_module(data_shapes=[("data", (2, 4))], label_names=None, for_training=True)
+        mod.init_optimizer(
+            optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9}
+        )
         batch = mx.io.DataBatch([x], [])
         for _ in range(STEPS):
             mod.forward(batch, is_train=True)
@@ -71,14 +74,14 @@ def _worker(index, errors, results):
         arg, _ = mod.get_params()
         # Module -> Gluon: the same function as the module's.
         back = mod.to_gluon()
-        same = np.abs(back(x).asnumpy() - mod.predict(mx.io.NDArrayIter(x, batch_size=2))
-                      .asnumpy()).max()
+        same = np.abs(
+            back(x).asnumpy() - mod.predict(mx.io.NDArrayIter(x, batch_size=2)).asnumpy()
+        ).max()
         onnx_ok = None
         if _onnx_here():
             onnx_ok = mxcompat.to_onnx(net, [(2, 4)]) is not None
         mxcompat.unfreeze(prefix + "dense0_*")
-        results[index] = (frozen, before, after, {n: arg[n].asnumpy() for n in arg}, same,
-                          onnx_ok)
+        results[index] = (frozen, before, after, {n: arg[n].asnumpy() for n in arg}, same, onnx_ok)
     except Exception as exc:  # pylint: disable=broad-except
         errors.append((index, exc))
 

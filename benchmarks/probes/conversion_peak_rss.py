@@ -5,6 +5,7 @@ measurement allocated is counted (run by benchmarks/conversion_memory.py).
 
 ROOT is the repository (for ``benchmarks``), DIRECTION ``to_gluon`` or ``to_module``, SIDE a
 key of ``benchmarks.conversion.conversion_sides``.  Prints one JSON line."""
+
 import gc
 import json
 import os
@@ -18,7 +19,7 @@ def status(key):
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(key + ":"):
-                return int(line.split()[1]) / 1024.0   # kB -> MB
+                return int(line.split()[1]) / 1024.0  # kB -> MB
     return None
 
 
@@ -38,15 +39,18 @@ def main(root, name, size, direction, side):
     mx.nd.waitall()
     try:
         with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")        # resets VmHWM to the current RSS (Linux >= 4.0)
+            f.write("5")  # resets VmHWM to the current RSS (Linux >= 4.0)
         before, how = status("VmRSS"), "VmHWM"
     except (IOError, OSError):
         before, how = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, "ru_maxrss"
-    result = convert()      # noqa: F841  (held until the peak is read)
+    result = convert()  # noqa: F841  (held until the peak is read)
     mx.nd.waitall()
-    after = status("VmHWM") if how == "VmHWM" else \
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    weights = sum(p.data().size * 4 for p in net.collect_params().values()) / 2.0 ** 20
+    after = (
+        status("VmHWM")
+        if how == "VmHWM"
+        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    )
+    weights = sum(p.data().size * 4 for p in net.collect_params().values()) / 2.0**20
     print(json.dumps({"peak_growth_mb": after - before, "weights_mb": weights, "how": how}))
 
 

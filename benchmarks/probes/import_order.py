@@ -6,6 +6,7 @@ ORDER: ``plain`` (mxnet alone), ``mxcompat-first``, ``mxnet-first``, ``wrapt-fir
 between mxnet and mxcompat: wrapt's own share), ``no-bytecode`` (mxcompat after mxnet, its
 and wrapt's sources compiled, with the bytecode cache redirected to the empty NO_PYC_DIR).
 Prints: the whole, ``import mxnet``, what follows mxnet, what precedes it (seconds)."""
+
 import os
 import sys
 import time
@@ -19,6 +20,7 @@ if order == "mxcompat-first":
     import mxcompat  # noqa: F401
 t1 = time.perf_counter()
 import mxnet  # noqa: E402,F401
+
 t2 = time.perf_counter()
 if order == "wrapt-first":
     import wrapt  # noqa: F401
@@ -28,6 +30,7 @@ if order == "no-bytecode":
     # PYTHONDONTWRITEBYTECODE: wrapt's and mxcompat's sources are compiled at every import.
     # The standard library keeps its bytecode: what wrapt 2 imports of it comes first.
     from importlib import metadata
+
     if int(metadata.version("wrapt").split(".")[0]) >= 2:
         import asyncio  # noqa: F401
     sys.pycache_prefix = sys.argv[2]

@@ -11,6 +11,7 @@ the registry first (even stages: the patterns frozen, odd: unfrozen).  Prints on
 per block: its wall and CPU seconds and the RSS after it.  The parent alternates two such
 processes block by block; the one not running waits on its stdin.
 """
+
 import json
 import os
 import sys
@@ -33,6 +34,7 @@ def main(root, side, kind, block, stage):
     import mxcompat
     import mxnet as mx
     from benchmarks.long_run import module_model, trainer_model
+
     if side == "unpatched":
         mxcompat.unpatch()
     step, patterns = (module_model if kind == "module" else trainer_model)()
@@ -50,8 +52,18 @@ def main(root, side, kind, block, stage):
         for _ in range(block):
             step()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        print(json.dumps({"first": first, "frozen": (first // stage) % 2 == 0, "seconds": wall,
-                          "cpu": cpu, "rss_mb": rss_mb()}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "first": first,
+                    "frozen": (first // stage) % 2 == 0,
+                    "seconds": wall,
+                    "cpu": cpu,
+                    "rss_mb": rss_mb(),
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

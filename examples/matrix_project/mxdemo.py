@@ -1,5 +1,6 @@
 """Legacy MXNet code, as found: a Gluon net served through the Module API, and a helper
 written against mx.np (MXNet 1.6+)."""
+
 import os
 import tempfile
 

@@ -7,6 +7,7 @@ venv, the system Python, pip's build environment), so it must never break start-
 run twice, and must always hand over to the user's own sitecustomize exactly once.  Nothing
 here reads a docstring (``python -OO`` removes them).
 """
+
 import os
 import sys
 
@@ -17,8 +18,10 @@ def _is_bootstrap(folder):
     # Any mxcompat's bootstrap folder (this one, another venv's, an older release's): each of
     # them only imports mxcompat and hands over, so loading a second one would at best do
     # nothing and at worst bounce between the two forever.
-    return (os.path.basename(folder) == "_bootstrap"
-            and os.path.basename(os.path.dirname(folder)) == "mxcompat")
+    return (
+        os.path.basename(folder) == "_bootstrap"
+        and os.path.basename(os.path.dirname(folder)) == "mxcompat"
+    )
 
 
 def _running_sitecustomize_folders():
@@ -29,8 +32,11 @@ def _running_sitecustomize_folders():
     frame = sys._getframe(1)
     while frame is not None:
         path = frame.f_globals.get("__file__")
-        if (path and frame.f_code.co_name == "<module>"
-                and os.path.splitext(os.path.basename(path))[0] == "sitecustomize"):
+        if (
+            path
+            and frame.f_code.co_name == "<module>"
+            and os.path.splitext(os.path.basename(path))[0] == "sitecustomize"
+        ):
             folders.add(os.path.dirname(os.path.abspath(path)))
         frame = frame.f_back
     return folders
@@ -50,6 +56,7 @@ def _hand_over():
     """Run the sitecustomize this file shadows (the user's or the environment's), if any."""
     import importlib.machinery
     import importlib.util
+
     skip = _running_sitecustomize_folders()
     skip.add(_HERE)
     path = []

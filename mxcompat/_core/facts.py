@@ -5,6 +5,7 @@ Each fact names the first release that behaves the new way, so code elsewhere as
 read side by side and run on this project's test stacks; each fact's comment says what was
 seen.
 """
+
 import functools
 import importlib
 import os
@@ -83,8 +84,10 @@ INT64_TENSOR_SIZE_CALLS = (1, 6)
 # broadcast_div.  Nothing else traps: `%` gives 0 for a 0 divisor, `0.5 / x` (_rdiv_scalar)
 # does not divide by the cast, NDArray has no `//` (TypeError), and mx.np arrays (1.6+)
 # divide integers into float32 (`/=` on an integer mx.np array is MXNet's type error).
-INT_DIVISION_SIGFPE = {"scalar": ("_div_scalar", "_DivScalar"),
-                       "array": ("broadcast_div", "elemwise_div", "_div", "_Div")}
+INT_DIVISION_SIGFPE = {
+    "scalar": ("_div_scalar", "_DivScalar"),
+    "array": ("broadcast_div", "elemwise_div", "_div", "_Div"),
+}
 # A bool NDArray divides by a scalar from 1.7 (into int64, trapping on a 0 like the integer
 # types); 1.6 rejects it (MXNetError "Unknown type enum 7").  bool / bool is MXNet's error.
 BOOL_SCALAR_DIVISION = (1, 7)
@@ -196,7 +199,7 @@ def is_supported(version):
 def since(fact, version=None):
     """True when the imported mxnet (or ``version``) is at or after ``fact``."""
     version = version or mxnet_version()
-    return version is not None and version[:len(fact)] >= fact
+    return version is not None and version[: len(fact)] >= fact
 
 
 def build_features():

@@ -11,6 +11,7 @@ those the user wants (so ``MXCOMPAT_DISABLE`` / ``MXCOMPAT_DISABLE_PATCHES`` and
 and then applies the patches.  It never loads MXNet itself, and nothing happens where MXNet is
 not installed.
 """
+
 import _thread
 import os
 import sys
@@ -23,9 +24,9 @@ from . import settings
 
 
 _lock = _thread.RLock()
-_actions = {}                 # patch name -> action(version), run before mxnet's code (in order)
-_busy = _thread._local()      # re-entrancy guard: an action may import things itself
-_on_import = None             # mxcompat's loader of its patches (install), called at `import mxnet`
+_actions = {}  # patch name -> action(version), run before mxnet's code (in order)
+_busy = _thread._local()  # re-entrancy guard: an action may import things itself
+_on_import = None  # mxcompat's loader of its patches (install), called at `import mxnet`
 
 LATE_IMPORT_KEY = "mxnet-imported-before-mxcompat"
 
@@ -47,7 +48,7 @@ class MXNetImportFinder:
     (``importlib.util.find_spec("mxnet")``, a failed ``import mxnet`` where MXNet is not
     installed) changes nothing."""
 
-    _mxcompat_preimport = True   # recognised across reloads of this module
+    _mxcompat_preimport = True  # recognised across reloads of this module
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "mxnet" or getattr(_busy, "on", False):
@@ -71,17 +72,22 @@ def _is_mxnet(spec):
     # A regular package only: a stray `mxnet` folder on sys.path (a namespace package) is not
     # MXNet.
     origin = getattr(spec, "origin", None) or ""
-    return (spec is not None and hasattr(spec.loader, "exec_module")
-            and os.path.basename(origin).startswith("__init__."))
+    return (
+        spec is not None
+        and hasattr(spec.loader, "exec_module")
+        and os.path.basename(origin).startswith("__init__.")
+    )
 
 
 def _logger():
     from .log import logger
+
     return logger
 
 
 def _warn_once(key, message):
     from .log import warn_once
+
     return warn_once(key, message)
 
 
@@ -149,8 +155,11 @@ def _load_patches():
         _on_import()
     except Exception as exc:  # pylint: disable=broad-except
         _logger().debug("mxcompat could not load its patches", exc_info=True)
-        _warn_once("load-failed", "mxcompat could not load its patches (%s: %s); mxnet is "
-                   "imported unpatched" % (type(exc).__name__, exc))
+        _warn_once(
+            "load-failed",
+            "mxcompat could not load its patches (%s: %s); mxnet is "
+            "imported unpatched" % (type(exc).__name__, exc),
+        )
 
 
 def _run_guarded(spec):
@@ -159,9 +168,11 @@ def _run_guarded(spec):
         run_actions(spec)
     except Exception as exc:  # pylint: disable=broad-except
         _logger().debug("mxcompat pre-import actions failed", exc_info=True)
-        _warn_once("preimport-failed", "mxcompat could not prepare mxnet's import (%s: %s); "
-                  "mxnet is imported without the NumPy/distutils fixes"
-                  % (type(exc).__name__, exc))
+        _warn_once(
+            "preimport-failed",
+            "mxcompat could not prepare mxnet's import (%s: %s); "
+            "mxnet is imported without the NumPy/distutils fixes" % (type(exc).__name__, exc),
+        )
     finally:
         _busy.on = False
 
@@ -191,21 +202,24 @@ def failed_import_leftovers():
 
 
 def warn_failed_import():
-    _warn_once(LATE_IMPORT_KEY,
-              "an `import mxnet` failed before mxcompat was imported, and its half-imported "
-              "modules are still loaded, so mxcompat cannot make that import work reliably. "
-              "Import mxcompat before mxnet (first line of the program), or start the program "
-              "with `mxcompat run`.")
+    _warn_once(
+        LATE_IMPORT_KEY,
+        "an `import mxnet` failed before mxcompat was imported, and its half-imported "
+        "modules are still loaded, so mxcompat cannot make that import work reliably. "
+        "Import mxcompat before mxnet (first line of the program), or start the program "
+        "with `mxcompat run`.",
+    )
 
 
 def wanted(name, version):
     """Whether the pre-import action of patch ``name`` should run for ``version``."""
     from . import facts as _compat, registry as _patching
+
     if not _patching.is_wanted(name):
         return False
     patch = _patching.get(name)
     if version is None:
-        return True   # an MXNet 1.x fork without libinfo: act as for 1.x
+        return True  # an MXNet 1.x fork without libinfo: act as for 1.x
     return _compat.is_supported(version) and (patch is None or patch.applies_to(version))
 
 
@@ -220,10 +234,12 @@ def run_actions(spec=None):
                 action(version)
             except Exception as exc:  # pylint: disable=broad-except
                 _logger().debug("mxcompat pre-import action %s failed", name, exc_info=True)
-                _warn_once(("preimport-failed", name),
-                          "mxcompat's patch %r could not prepare mxnet's import (%s: %s); "
-                          "mxnet may fail to import or misbehave where it needed it"
-                          % (name, type(exc).__name__, exc))
+                _warn_once(
+                    ("preimport-failed", name),
+                    "mxcompat's patch %r could not prepare mxnet's import (%s: %s); "
+                    "mxnet may fail to import or misbehave where it needed it"
+                    % (name, type(exc).__name__, exc),
+                )
 
 
 _VERSION_RE = r"""^__version__\s*=\s*['"]([^'"]+)['"]"""
@@ -237,9 +253,11 @@ def peek_version(spec=None):
     """
     import re
     from . import facts as _compat
+
     try:
         if spec is None:
             from importlib.machinery import PathFinder
+
             spec = PathFinder.find_spec("mxnet")
         locations = list(getattr(spec, "submodule_search_locations", None) or [])
         for location in locations:

@@ -1,4 +1,5 @@
 """mxcompat's one warning category and its logger."""
+
 import logging
 import os
 import sys
@@ -16,7 +17,7 @@ class MXCompatWarning(UserWarning):
     """Every warning mxcompat issues has this category (a ``UserWarning``)."""
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # mxcompat/, not _core/
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # mxcompat/, not _core/
 _once_lock = threading.Lock()
 _once_keys = set()
 # Object -> the keys warned once for it.  Weak: a key naming one model (its parameter names)

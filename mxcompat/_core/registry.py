@@ -8,6 +8,7 @@ patches may wrap the same function (``Module.bind``), patches are always stacked
 order, and removing one unwinds the ones stacked above it and re-applies them: every
 ``unpatch`` leaves the exact original objects behind (``Module.bind is original_bind``).
 """
+
 import sys
 import threading
 from collections import OrderedDict
@@ -21,11 +22,11 @@ from . import settings
 
 # RLock: a patch's on_apply may call back into the registry.
 _lock = threading.RLock()
-_registry = OrderedDict()   # name -> Patch, in the order patches stack (patches.ORDER)
+_registry = OrderedDict()  # name -> Patch, in the order patches stack (patches.ORDER)
 _RANK = dict((name, rank) for rank, name in enumerate(ORDER))
-_wanted = set()             # names the user wants active
-_active = OrderedDict()     # name -> [applied target records], in stacking order
-_broken = {}                # name -> why it could not be applied (warned once, not retried)
+_wanted = set()  # names the user wants active
+_active = OrderedDict()  # name -> [applied target records], in stacking order
+_broken = {}  # name -> why it could not be applied (warned once, not retried)
 _hook_registered = False
 
 
@@ -60,8 +61,7 @@ class Patch:
     ``on_apply``/``on_remove``: extra work beyond the targets (e.g. installing a hook).
     """
 
-    def __init__(self, name, doc, targets=(), since=None, on_apply=None, on_remove=None,
-                 when=None):
+    def __init__(self, name, doc, targets=(), since=None, on_apply=None, on_remove=None, when=None):
         self.name = name
         self.doc = doc
         self.targets = list(targets)
@@ -71,8 +71,9 @@ class Patch:
         self.when = when
 
     def applies_to(self, version):
-        return ((self.since is None or _compat.since(self.since, version))
-                and (self.when is None or bool(self.when())))
+        return (self.since is None or _compat.since(self.since, version)) and (
+            self.when is None or bool(self.when())
+        )
 
 
 # Traps handled: how often each patch changed what MXNet would have done (a label dropped,
@@ -148,12 +149,16 @@ def _check_names(requested, caller):
             hint = ""
             if isinstance(n, (list, tuple, set, frozenset)):
                 hint = "; to pass several, unpack them: %s(*names)" % caller
-            raise TypeError("mxcompat.%s: a patch name is a str (one of %s), not %r of type %s%s"
-                            % (caller, ", ".join(_registry), n, type(n).__name__, hint))
+            raise TypeError(
+                "mxcompat.%s: a patch name is a str (one of %s), not %r of type %s%s"
+                % (caller, ", ".join(_registry), n, type(n).__name__, hint)
+            )
     unknown = [n for n in requested if n not in _registry]
     if unknown:
-        raise ValueError("mxcompat: unknown patch name(s) %s; known patches: %s"
-                         % (", ".join(map(repr, unknown)), ", ".join(_registry)))
+        raise ValueError(
+            "mxcompat: unknown patch name(s) %s; known patches: %s"
+            % (", ".join(map(repr, unknown)), ", ".join(_registry))
+        )
     return list(requested) if requested else list(_registry)
 
 
@@ -199,14 +204,17 @@ def auto_patch():
     skipped = settings.items(settings.DISABLE_PATCHES)
     unknown = [n for n in skipped if n not in _registry]
     if unknown:
-        warn_once(("env-unknown",) + tuple(unknown),
-                  "%s names unknown patch(es) %s; known patches: %s"
-                  % (settings.DISABLE_PATCHES, ", ".join(map(repr, unknown)), ", ".join(_registry)))
+        warn_once(
+            ("env-unknown",) + tuple(unknown),
+            "%s names unknown patch(es) %s; known patches: %s"
+            % (settings.DISABLE_PATCHES, ", ".join(map(repr, unknown)), ", ".join(_registry)),
+        )
     wanted = [n for n in _registry if n not in skipped]
     return patch(*wanted) if wanted else patched()
 
 
 # --- applying -------------------------------------------------------------------------------
+
 
 def _ensure_hook():
     # Registered once per process, whatever the number of imports or reloads of mxcompat.
@@ -224,8 +232,11 @@ def _on_mxnet_import(module):
             _sync(module)
     except Exception as exc:  # pylint: disable=broad-except
         logger.debug("mxcompat could not patch mxnet", exc_info=True)
-        warn_once("hook-failed", "mxcompat could not patch mxnet (%s: %s); mxnet is imported "
-                  "unpatched" % (type(exc).__name__, exc))
+        warn_once(
+            "hook-failed",
+            "mxcompat could not patch mxnet (%s: %s); mxnet is imported "
+            "unpatched" % (type(exc).__name__, exc),
+        )
 
 
 def _ready_mxnet():
@@ -247,12 +258,17 @@ def _sync(mx=None):
     version = _compat.parse_version(getattr(mx, "__version__", ""))
     if not _compat.is_supported(version):
         if _wanted:
-            warn_once("unsupported-version",
-                      "mxcompat supports mxnet %s; the imported mxnet is %r, so nothing is "
-                      "patched" % (_compat.SUPPORTED, getattr(mx, "__version__", None)))
+            warn_once(
+                "unsupported-version",
+                "mxcompat supports mxnet %s; the imported mxnet is %r, so nothing is "
+                "patched" % (_compat.SUPPORTED, getattr(mx, "__version__", None)),
+            )
         return
-    desired = [n for n in _registry if n in _wanted and n not in _broken
-               and _registry[n].applies_to(version)]
+    desired = [
+        n
+        for n in _registry
+        if n in _wanted and n not in _broken and _registry[n].applies_to(version)
+    ]
     active = list(_active)
     keep = 0
     while keep < min(len(desired), len(active)) and desired[keep] == active[keep]:
@@ -262,7 +278,7 @@ def _sync(mx=None):
     for index in range(len(active) - 1, keep - 1, -1):
         blocker = _foreign_wrapper(active[index])
         if blocker is not None:
-            for name in active[keep:index + 1]:
+            for name in active[keep : index + 1]:
                 if name not in desired:
                     _warn_pinned(name, active[index], blocker)
             keep = index + 1
@@ -279,9 +295,11 @@ def _sync(mx=None):
             # ours) must not take the others, or the user's `import mxnet`, with it.
             _broken[name] = "%s: %s" % (type(exc).__name__, exc)
             logger.debug("patch %s failed", name, exc_info=True)
-            warn_once(("patch-failed", name),
-                      "mxcompat's patch %r could not be applied to mxnet %s (%s), so it is off; "
-                      "the other patches are applied" % (name, mx.__version__, _broken[name]))
+            warn_once(
+                ("patch-failed", name),
+                "mxcompat's patch %r could not be applied to mxnet %s (%s), so it is off; "
+                "the other patches are applied" % (name, mx.__version__, _broken[name]),
+            )
 
 
 def _resolve(target):
@@ -316,8 +334,7 @@ def _apply(name):
                     continue
                 raise AttributeError("mxcompat: %s.%s not found" % (target.module, target.path))
             original = vars(parent)[attr] if owned else None
-            if target.new is None and not owned and _wrapped_by(
-                    _raw_attribute(parent, attr), name):
+            if target.new is None and not owned and _wrapped_by(_raw_attribute(parent, attr), name):
                 # Inherited from a class this patch already wrapped (e.g. a metric's reset
                 # from EvalMetric on releases where the subclass has none): wrapping again
                 # would run the wrapper twice.
@@ -405,8 +422,11 @@ def _foreign_wrapper(name):
         # Our own patches stacked above are unwound before this one is removed.
         while current is not installed and hasattr(current, "_self_mxcompat_patch"):
             current = current.__wrapped__
-        if (current is not installed and _outer_of(current, installed) is None
-                and _reaches(current, installed)):
+        if (
+            current is not installed
+            and _outer_of(current, installed) is None
+            and _reaches(current, installed)
+        ):
             return current
     return None
 
@@ -424,11 +444,13 @@ def _reaches(obj, installed):
 
 
 def _warn_pinned(name, holder, blocker):
-    warn_once(("unpatch-pinned", name),
-              "mxcompat cannot remove its patch %r: other code has wrapped over what patch %r "
-              "wraps (with %r) since mxcompat patched it, and removing mxcompat's wrapper "
-              "from beneath would drop that wrapper too, so patch %r stays applied"
-              % (name, holder, blocker, name))
+    warn_once(
+        ("unpatch-pinned", name),
+        "mxcompat cannot remove its patch %r: other code has wrapped over what patch %r "
+        "wraps (with %r) since mxcompat patched it, and removing mxcompat's wrapper "
+        "from beneath would drop that wrapper too, so patch %r stays applied"
+        % (name, holder, blocker, name),
+    )
 
 
 def _remove(name):

@@ -1,5 +1,6 @@
 """A change that holds while any thread needs it (an environment variable, a module's
 attribute), made and undone once however the threads overlap."""
+
 import threading
 
 

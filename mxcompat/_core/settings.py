@@ -1,12 +1,13 @@
 """Every ``MXCOMPAT_*`` environment variable: its name, how its value is read and the help
 ``mxcompat --help`` prints for it.  Only ``os`` is imported: the import hook reads these at
 ``import mxcompat``, before anything else of mxcompat is loaded."""
+
 import os
 
-DISABLE = "MXCOMPAT_DISABLE"                    # a flag: no patch at all
-DISABLE_PATCHES = "MXCOMPAT_DISABLE_PATCHES"    # a list: every patch but these
-FREEZE = "MXCOMPAT_FREEZE"                      # a list: parameter names / globs to freeze
-NUMPY_LEGACY = "MXCOMPAT_NUMPY_LEGACY"          # a flag: the opt-in for users' NumPy code
+DISABLE = "MXCOMPAT_DISABLE"  # a flag: no patch at all
+DISABLE_PATCHES = "MXCOMPAT_DISABLE_PATCHES"  # a list: every patch but these
+FREEZE = "MXCOMPAT_FREEZE"  # a list: parameter names / globs to freeze
+NUMPY_LEGACY = "MXCOMPAT_NUMPY_LEGACY"  # a flag: the opt-in for users' NumPy code
 
 # The tools' own: a traceback under each failed `mxcompat check` line; where `mxcompat matrix`
 # caches its environments; the name of the matrix env a command runs in (set for it).
@@ -40,9 +41,12 @@ def flag(name):
     if word not in _TRUTHY:
         # Only on this path: log (logging, warnings) is not loaded by `import mxcompat`.
         from .log import warn_once
-        warn_once(("env-flag", name, value),
-                  "%s=%r is neither a yes (1, true, yes, on) nor a no (0, false, no, off, "
-                  "empty); mxcompat reads it as yes" % (name, value))
+
+        warn_once(
+            ("env-flag", name, value),
+            "%s=%r is neither a yes (1, true, yes, on) nor a no (0, false, no, off, "
+            "empty); mxcompat reads it as yes" % (name, value),
+        )
     return True
 
 

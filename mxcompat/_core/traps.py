@@ -10,209 +10,386 @@ in its ``ours`` text.
 ``patch=None``: not changed by mxcompat (behaviour each release keeps, or an mxcompat problem
 of the past); the ``ours`` text says what to do instead.
 """
+
 from collections import namedtuple
 
 Trap = namedtuple("Trap", "patch check symptom cause ours")
 
-HEADER = ("| you see (plain MXNet) | cause | with mxcompat |\n"
-          "|---|---|---|\n")
+HEADER = "| you see (plain MXNet) | cause | with mxcompat |\n|---|---|---|\n"
 
 TRAPS = (
-    Trap(patch='labels', check='labels',
-         symptom=("`KeyError: 'softmax_label'` in `executor_group.py` `_collect_arrays`, "
-                  'from `Module.bind`'),
-         cause=('`Module.load` of a Gluon export keeps the default '
-                "`label_names=('softmax_label',)`; the symbol takes no label"),
-         ours=('the label is dropped, one `MXCompatWarning`; `bind`/`predict` work (patch '
-               '`labels`)')),
-    Trap(patch='labels', check='labels',
-         symptom=('`UserWarning: You created Module with Module(..., '
-                  "label_names=['softmax_label']) but input with name 'softmax_label' is "
-                  'not found in symbol.list_arguments()` on every module'),
-         cause='same',
-         ours='replaced by one `MXCompatWarning` (patch `labels`)'),
-    Trap(patch='labels', check='labels',
-         symptom=("`UserWarning: … label_names=['label'] but input with name 'label' is "
-                  'not found in symbol.list_arguments(). Did you mean one of: data '
-                  "softmax_label`, then `KeyError: 'label'` from `Module.bind`, or "
-                  '`ValueError: Unknown initialization pattern for softmax_label` from '
-                  '`init_params`, or a loaded model that trains against a constant (the '
-                  "batches' labels are ignored)"),
-         cause=("the label name (`label_names`, or the iterator's `label_name`) is not the"
-                " symbol's label input (`<loss name>_label`); MXNet only warns and makes "
-                'the real label a *parameter* of the module'),
-         ours=("`ValueError: mxcompat: Module(..., label_names=('label',)): 'label' is not"
-               " an input of the symbol, whose label input is 'softmax_label'. Pass "
-               "label_names=['softmax_label'] and give the data iterator's label the same "
-               "name (…)` at `Module(...)`, or the same from `bind` when the iterator's "
-               'label carries the wrong name (patch `labels`)')),
-    Trap(patch='bare_names', check='bare_names',
-         symptom=('`ValueError: You created Module with Module(..., '
-                  "fixed_param_names=['k', 'w']) but input with name 'k' is not found`"),
-         cause="`fixed_param_names=('kw')` is the string `'kw'`",
-         ours="read as `['kw']`, one `MXCompatWarning` (patch `bare_names`)"),
-    Trap(patch='numpy_names', check='numpy',
-         symptom=("`AttributeError: module 'numpy' has no attribute 'bool'` at `import "
-                  'mxnet` (`mxnet/numpy/utils.py`)'),
-         cause='MXNet 1.6–1.9 on NumPy ≥ 1.24',
-         ours=('`import mxcompat` first: the name is restored as `import mxnet` starts '
-               '(patch `numpy_names`)')),
-    Trap(patch='numpy_names', check='numpy',
-         symptom='`` `np.PZERO` was removed in the NumPy 2.0 release `` at `import mxnet`',
-         cause='MXNet 1.7–1.9 on NumPy 2',
-         ours='same (patch `numpy_names`)'),
-    Trap(patch='distutils', check=None,
-         symptom="`ModuleNotFoundError: No module named 'distutils'` at `import mxnet`",
-         cause='MXNet 1.6–1.9 on Python ≥ 3.12 without setuptools',
-         ours='same (patch `distutils`)'),
-    Trap(patch='numpy2', check='numpy_fixes',
-         symptom=('`MXNetError: Invalid Parameter format for indices` (e.g. '
-                  '`gluon.utils.split_data`), or for `shape`'),
-         cause='NumPy 2 scalar reprs (`np.int64(2)`) inside operator parameters',
-         ours='parameters are written as NumPy 1 wrote them (patch `numpy2`)'),
-    Trap(patch='convert', check='convert',
-         symptom='`KeyError`/shape errors after `mod.save_params` + `net2.load_params`',
-         cause='Gluon parameter prefixes differ',
-         ours='`mod.to_gluon(net2)` matches by structure (patch `convert`)'),
-    Trap(patch='freeze', check='freeze',
-         symptom='a "fixed" weight that still moves (zeroed gradient, momentum/wd)',
-         cause='only `fixed_param_names` at construction is honoured',
-         ours='`mxcompat.freeze(name)` (patch `freeze`)'),
-    Trap(patch='frozen_statistics', check='frozen_statistics',
-         symptom=("a frozen stage's BatchNorm running mean/variance "
-                  '(`*_moving_mean`/`*_moving_var` aux states, Gluon '
-                  '`running_mean`/`running_var`) still change during training after '
-                  '`mxcompat.freeze("stage1_*")`'),
-         cause=('BatchNorm moves its statistics in the backward of every training step '
-                '(every release); no optimizer is involved, so an update skip cannot hold '
-                'them'),
-         ours=('a pattern that matches a statistic holds it bit for bit through training '
-               "(the forward still normalises with the batch's statistics; outputs and "
-               'gradients unchanged) (patch `frozen_statistics`)')),
-    Trap(patch='fixed_param_names', check='fixed_param_names',
-         symptom=('legacy code that logs `module._fixed_param_names` ("Fixed model '
-                  'parameters: …") shows nothing frozen through `mxcompat.freeze`'),
-         cause="the attribute holds the constructor's `fixed_param_names` only",
-         ours=("it lists the module's own fixed names, then the parameters the registry "
-               'freezes, at each read (`Module`, `BucketingModule`) (patch '
-               '`fixed_param_names`)')),
-    Trap(patch='onednn_fc_bias', check='onednn_fc_bias',
-         symptom=("`fixed_param_names=['fc1_weight']` and `fc1_bias` never trains either "
-                  '(MXNet 1.7–1.9 pip wheels, CPU); no error, no warning'),
-         cause=("oneDNN's FullyConnected backward skips the bias gradient when the "
-                "weight's `grad_req` is `'null'`"),
-         ours=('the weight stays fixed bit for bit and the bias trains (patch '
-               "`onednn_fc_bias`; turn it off to get MXNet's behaviour back)")),
-    Trap(patch='int_division', check='int_division',
-         symptom=('the process dies: `Floating point exception` (exit status 136, signal '
-                  'SIGFPE), no traceback, after `int_array / 0.5` (or `/ 0`, `/= -0.3`; '
-                  '`int8_array / 256.0`)'),
-         cause=("every MXNet 1.x converts the scalar to the array's integer dtype (0.5 → "
-                '0) and divides by that 0'),
-         ours=('`ZeroDivisionError: mxcompat: int32 NDArray / 0.5 divides by zero: MXNet '
-               "converts the scalar to the array's dtype (int32 0), and an integer "
-               'division by 0 kills the process (SIGFPE). Divide a float copy instead: '
-               "x.astype('float32') / 0.5` (patch `int_division`)")),
-    Trap(patch='int_division', check='int_division',
-         symptom=('the same death after `x / y`, `x /= y`, `mx.nd.broadcast_div(x, y)` or '
-                  '`mx.nd.elemwise_div(x, y)` on integer arrays'),
-         cause='the divisor holds a 0',
-         ours=('`ZeroDivisionError: mxcompat: int32 NDArray / int32 NDArray divides by '
-               'zero: the divisor holds 0 at index (1,), …` naming where (patch '
-               '`int_division`)')),
-    Trap(patch='unbound_get_params', check='unbound_get_params',
-         symptom=('`AssertionError` (no message) from `module.py` `get_params` after '
-                  '`Module.load(prefix, epoch)`, or from `save_checkpoint` of a loaded '
-                  'module (MXNet 1.3–1.5)'),
-         cause='1.3–1.5 assert the module is bound; 1.6+ return the loaded parameters',
-         ours='the loaded parameters, as on 1.6+ (patch `unbound_get_params`)'),
-    Trap(patch='unbound_get_params', check='unbound_get_params',
-         symptom=('`AssertionError` (no message) from `get_params` on a module never '
-                  'initialised (every release)'),
-         cause='MXNet asserts `params_initialized`',
-         ours=('`AssertionError: mxcompat: Module.get_params(): the module has no '
-               'parameters yet; bind it and call init_params() or set_params(arg_params, '
-               'aux_params) first, or create it with Module.load(prefix, epoch)` (or, '
-               'bound: `call init_params() or set_params(arg_params, aux_params) first`) '
-               '(patch `unbound_get_params`)')),
-    Trap(patch='trainer_kvstore_init', check=None,
-         symptom=('workers of a distributed Gluon job (`dist_sync`, `Trainer(..., '
-                  'update_on_kvstore=False)`; likely on MXNet 1.7–1.9, rare on 1.3–1.6) '
-                  'end with different weights from the first step on; no error, no warning'),
-         cause=('the Trainer sets its kvstore up inside the first `step()`: the initial '
-                "weights' broadcast (init and pull before 1.7) and the first gradients' "
-                "pushpull race, and a worker "
-                'other than rank 0 can receive the summed gradients as its weights'),
-         ours=('every worker starts from the same weights and stays bit-identical to the '
-               'others (patch `trainer_kvstore_init`)')),
-    Trap(patch='dataloader_teardown', check=None,
-         symptom=('a training or test run that stops for good, no error, at a multi-worker '
-                  '`gluon.data.DataLoader` being dropped (MXNet 1.4–1.9, once in a few hundred '
-                  'to a few thousand loaders); every worker process already gone'),
-         cause=("`DataLoader.__del__` calls its `multiprocessing.Pool`'s `terminate()`, which "
-                "can kill a worker while it sends a batch: the result queue's lock stays held "
-                "and `terminate()` waits for it forever"),
-         ours=('the workers finish the batches in flight and exit by themselves; '
-               '`terminate()` only for a worker still running after a minute (patch '
-               '`dataloader_teardown`)')),
-    Trap(patch='onnx', check='onnx',
-         symptom=('`ImportError: Onnx and protobuf need to be installed` from '
-                  '`mx.onnx.export_model` (1.9) or `mx.contrib.onnx.export_model` (1.3–1.8) '
-                  "with onnx installed; past that, graphs onnx's checker rejects"),
-         cause=('onnx 1.19 removed `onnx.mapping`, which every MXNet exporter reads; today\'s '
-                'onnx checks a graph against its own newest opset'),
-         ours=('the exporters run on today\'s onnx (onnx itself unchanged outside an export); '
-               '`mxcompat.to_onnx(model)` exports in memory and verifies in onnxruntime '
-               '(patch `onnx`)')),
-    Trap(patch=None, check=None,
-         symptom=('a Gluon `Dense` bias that never trains after `dense.weight.grad_req = '
-                  "'null'` (MXNet 1.7–1.9 pip wheels, CPU)"),
-         cause='the same oneDNN backward',
-         ours=('not changed by mxcompat: `mxcompat.freeze(dense.weight.name)` freezes the '
-               'weight alone (it never sets `grad_req`)')),
-    Trap(patch='ndarray_to_numpy', check='numpy_fixes',
-         symptom=('`mx.test_utils.same(a, b)` / `np.array_equal(a, b)` is `False` for two '
-                  'equal NDArrays; `np.asarray(nd)`: `ValueError: setting an array element'
-                  ' with a sequence … exceed the maximum number of dimensions` (NumPy ≥ 2)'),
-         cause='`NDArray` has no `__array__`: NumPy sees an opaque sequence',
-         ours='NumPy gets the numbers (patch `ndarray_to_numpy`)'),
-    Trap(patch='ndarray_to_numpy', check='numpy_fixes',
-         symptom=('`ValueError: Could not convert … to a NumPy dtype (via .dtype value '
-                  "<class 'numpy.float32'>)` from `x.astype(y)` (NumPy ≥ 2.3)"),
-         cause='`NDArray.dtype` is a class; NumPy ≥ 2.3 no longer reads a class there',
-         ours="`y`'s dtype is passed (patch `ndarray_to_numpy`)"),
-    Trap(patch=None, check=None,
-         symptom=('`Error in sitecustomize` in a child Python under `mxcompat run` '
-                  "(another venv, the system Python, pip's build isolation)"),
-         cause=("the child inherits `PYTHONPATH` with mxcompat's bootstrap but has no "
-                'mxcompat'),
-         ours=('the bootstrap steps aside silently where mxcompat is not installed; your '
-               'own `sitecustomize` still runs, exactly once')),
-    Trap(patch='python_oo', check=None,
-         symptom=('`TypeError: sequence item 0: expected str instance, NoneType found` in '
-                  '`mxnet/ndarray_doc.py` at `import mxnet` under `python -OO` / '
-                  '`PYTHONOPTIMIZE=2` (every 1.x release)'),
-         cause="`-OO` strips the docstrings MXNet joins into its operators' documentation",
-         ours=('MXNet imports and runs (patch `python_oo`, applies under `-OO` only); '
-               '`import mxcompat` itself works under `-O`/`-OO`')),
-    Trap(patch=None, check=None,
-         symptom=('every mxcompat warning printed twice after `logging.basicConfig(...)` '
-                  '(older mxcompat)'),
-         cause='it was issued through `warnings` and logged',
-         ours=('issued through `warnings` only; `logging.captureWarnings(True)` routes it '
-               'to logging')),
-    Trap(patch=None, check=None,
-         symptom="`import mxnet` failing inside mxcompat's import hook (older mxcompat)",
-         cause='an exception in a patch propagated into the import',
-         ours='a patch that cannot be applied warns once and is off; the import succeeds'),
-    Trap(patch=None, check=None,
-         symptom=('`split_and_load`/`split_data(even_split=False)` slices of other sizes '
-                  'after an upgrade (1.6 → 1.7)'),
-         cause=('1.3–1.6 give the remainder to the last slice, 1.7+ spread it over the '
-                'first slices'),
-         ours=('not changed by mxcompat (neither is a bug): see [Differences between '
-               'releases](#differences-between-releases-mxcompat-leaves-as-they-are); the '
-               'tests pin each release')),
+    Trap(
+        patch="labels",
+        check="labels",
+        symptom=(
+            "`KeyError: 'softmax_label'` in `executor_group.py` `_collect_arrays`, "
+            "from `Module.bind`"
+        ),
+        cause=(
+            "`Module.load` of a Gluon export keeps the default "
+            "`label_names=('softmax_label',)`; the symbol takes no label"
+        ),
+        ours=(
+            "the label is dropped, one `MXCompatWarning`; `bind`/`predict` work (patch `labels`)"
+        ),
+    ),
+    Trap(
+        patch="labels",
+        check="labels",
+        symptom=(
+            "`UserWarning: You created Module with Module(..., "
+            "label_names=['softmax_label']) but input with name 'softmax_label' is "
+            "not found in symbol.list_arguments()` on every module"
+        ),
+        cause="same",
+        ours="replaced by one `MXCompatWarning` (patch `labels`)",
+    ),
+    Trap(
+        patch="labels",
+        check="labels",
+        symptom=(
+            "`UserWarning: … label_names=['label'] but input with name 'label' is "
+            "not found in symbol.list_arguments(). Did you mean one of: data "
+            "softmax_label`, then `KeyError: 'label'` from `Module.bind`, or "
+            "`ValueError: Unknown initialization pattern for softmax_label` from "
+            "`init_params`, or a loaded model that trains against a constant (the "
+            "batches' labels are ignored)"
+        ),
+        cause=(
+            "the label name (`label_names`, or the iterator's `label_name`) is not the"
+            " symbol's label input (`<loss name>_label`); MXNet only warns and makes "
+            "the real label a *parameter* of the module"
+        ),
+        ours=(
+            "`ValueError: mxcompat: Module(..., label_names=('label',)): 'label' is not"
+            " an input of the symbol, whose label input is 'softmax_label'. Pass "
+            "label_names=['softmax_label'] and give the data iterator's label the same "
+            "name (…)` at `Module(...)`, or the same from `bind` when the iterator's "
+            "label carries the wrong name (patch `labels`)"
+        ),
+    ),
+    Trap(
+        patch="bare_names",
+        check="bare_names",
+        symptom=(
+            "`ValueError: You created Module with Module(..., "
+            "fixed_param_names=['k', 'w']) but input with name 'k' is not found`"
+        ),
+        cause="`fixed_param_names=('kw')` is the string `'kw'`",
+        ours="read as `['kw']`, one `MXCompatWarning` (patch `bare_names`)",
+    ),
+    Trap(
+        patch="numpy_names",
+        check="numpy",
+        symptom=(
+            "`AttributeError: module 'numpy' has no attribute 'bool'` at `import "
+            "mxnet` (`mxnet/numpy/utils.py`)"
+        ),
+        cause="MXNet 1.6–1.9 on NumPy ≥ 1.24",
+        ours=(
+            "`import mxcompat` first: the name is restored as `import mxnet` starts "
+            "(patch `numpy_names`)"
+        ),
+    ),
+    Trap(
+        patch="numpy_names",
+        check="numpy",
+        symptom="`` `np.PZERO` was removed in the NumPy 2.0 release `` at `import mxnet`",
+        cause="MXNet 1.7–1.9 on NumPy 2",
+        ours="same (patch `numpy_names`)",
+    ),
+    Trap(
+        patch="distutils",
+        check=None,
+        symptom="`ModuleNotFoundError: No module named 'distutils'` at `import mxnet`",
+        cause="MXNet 1.6–1.9 on Python ≥ 3.12 without setuptools",
+        ours="same (patch `distutils`)",
+    ),
+    Trap(
+        patch="numpy2",
+        check="numpy_fixes",
+        symptom=(
+            "`MXNetError: Invalid Parameter format for indices` (e.g. "
+            "`gluon.utils.split_data`), or for `shape`"
+        ),
+        cause="NumPy 2 scalar reprs (`np.int64(2)`) inside operator parameters",
+        ours="parameters are written as NumPy 1 wrote them (patch `numpy2`)",
+    ),
+    Trap(
+        patch="convert",
+        check="convert",
+        symptom="`KeyError`/shape errors after `mod.save_params` + `net2.load_params`",
+        cause="Gluon parameter prefixes differ",
+        ours="`mod.to_gluon(net2)` matches by structure (patch `convert`)",
+    ),
+    Trap(
+        patch="freeze",
+        check="freeze",
+        symptom='a "fixed" weight that still moves (zeroed gradient, momentum/wd)',
+        cause="only `fixed_param_names` at construction is honoured",
+        ours="`mxcompat.freeze(name)` (patch `freeze`)",
+    ),
+    Trap(
+        patch="frozen_statistics",
+        check="frozen_statistics",
+        symptom=(
+            "a frozen stage's BatchNorm running mean/variance "
+            "(`*_moving_mean`/`*_moving_var` aux states, Gluon "
+            "`running_mean`/`running_var`) still change during training after "
+            '`mxcompat.freeze("stage1_*")`'
+        ),
+        cause=(
+            "BatchNorm moves its statistics in the backward of every training step "
+            "(every release); no optimizer is involved, so an update skip cannot hold "
+            "them"
+        ),
+        ours=(
+            "a pattern that matches a statistic holds it bit for bit through training "
+            "(the forward still normalises with the batch's statistics; outputs and "
+            "gradients unchanged) (patch `frozen_statistics`)"
+        ),
+    ),
+    Trap(
+        patch="fixed_param_names",
+        check="fixed_param_names",
+        symptom=(
+            'legacy code that logs `module._fixed_param_names` ("Fixed model '
+            'parameters: …") shows nothing frozen through `mxcompat.freeze`'
+        ),
+        cause="the attribute holds the constructor's `fixed_param_names` only",
+        ours=(
+            "it lists the module's own fixed names, then the parameters the registry "
+            "freezes, at each read (`Module`, `BucketingModule`) (patch "
+            "`fixed_param_names`)"
+        ),
+    ),
+    Trap(
+        patch="onednn_fc_bias",
+        check="onednn_fc_bias",
+        symptom=(
+            "`fixed_param_names=['fc1_weight']` and `fc1_bias` never trains either "
+            "(MXNet 1.7–1.9 pip wheels, CPU); no error, no warning"
+        ),
+        cause=(
+            "oneDNN's FullyConnected backward skips the bias gradient when the "
+            "weight's `grad_req` is `'null'`"
+        ),
+        ours=(
+            "the weight stays fixed bit for bit and the bias trains (patch "
+            "`onednn_fc_bias`; turn it off to get MXNet's behaviour back)"
+        ),
+    ),
+    Trap(
+        patch="int_division",
+        check="int_division",
+        symptom=(
+            "the process dies: `Floating point exception` (exit status 136, signal "
+            "SIGFPE), no traceback, after `int_array / 0.5` (or `/ 0`, `/= -0.3`; "
+            "`int8_array / 256.0`)"
+        ),
+        cause=(
+            "every MXNet 1.x converts the scalar to the array's integer dtype (0.5 → "
+            "0) and divides by that 0"
+        ),
+        ours=(
+            "`ZeroDivisionError: mxcompat: int32 NDArray / 0.5 divides by zero: MXNet "
+            "converts the scalar to the array's dtype (int32 0), and an integer "
+            "division by 0 kills the process (SIGFPE). Divide a float copy instead: "
+            "x.astype('float32') / 0.5` (patch `int_division`)"
+        ),
+    ),
+    Trap(
+        patch="int_division",
+        check="int_division",
+        symptom=(
+            "the same death after `x / y`, `x /= y`, `mx.nd.broadcast_div(x, y)` or "
+            "`mx.nd.elemwise_div(x, y)` on integer arrays"
+        ),
+        cause="the divisor holds a 0",
+        ours=(
+            "`ZeroDivisionError: mxcompat: int32 NDArray / int32 NDArray divides by "
+            "zero: the divisor holds 0 at index (1,), …` naming where (patch "
+            "`int_division`)"
+        ),
+    ),
+    Trap(
+        patch="unbound_get_params",
+        check="unbound_get_params",
+        symptom=(
+            "`AssertionError` (no message) from `module.py` `get_params` after "
+            "`Module.load(prefix, epoch)`, or from `save_checkpoint` of a loaded "
+            "module (MXNet 1.3–1.5)"
+        ),
+        cause="1.3–1.5 assert the module is bound; 1.6+ return the loaded parameters",
+        ours="the loaded parameters, as on 1.6+ (patch `unbound_get_params`)",
+    ),
+    Trap(
+        patch="unbound_get_params",
+        check="unbound_get_params",
+        symptom=(
+            "`AssertionError` (no message) from `get_params` on a module never "
+            "initialised (every release)"
+        ),
+        cause="MXNet asserts `params_initialized`",
+        ours=(
+            "`AssertionError: mxcompat: Module.get_params(): the module has no "
+            "parameters yet; bind it and call init_params() or set_params(arg_params, "
+            "aux_params) first, or create it with Module.load(prefix, epoch)` (or, "
+            "bound: `call init_params() or set_params(arg_params, aux_params) first`) "
+            "(patch `unbound_get_params`)"
+        ),
+    ),
+    Trap(
+        patch="trainer_kvstore_init",
+        check=None,
+        symptom=(
+            "workers of a distributed Gluon job (`dist_sync`, `Trainer(..., "
+            "update_on_kvstore=False)`; likely on MXNet 1.7–1.9, rare on 1.3–1.6) "
+            "end with different weights from the first step on; no error, no warning"
+        ),
+        cause=(
+            "the Trainer sets its kvstore up inside the first `step()`: the initial "
+            "weights' broadcast (init and pull before 1.7) and the first gradients' "
+            "pushpull race, and a worker "
+            "other than rank 0 can receive the summed gradients as its weights"
+        ),
+        ours=(
+            "every worker starts from the same weights and stays bit-identical to the "
+            "others (patch `trainer_kvstore_init`)"
+        ),
+    ),
+    Trap(
+        patch="dataloader_teardown",
+        check=None,
+        symptom=(
+            "a training or test run that stops for good, no error, at a multi-worker "
+            "`gluon.data.DataLoader` being dropped (MXNet 1.4–1.9, once in a few hundred "
+            "to a few thousand loaders); every worker process already gone"
+        ),
+        cause=(
+            "`DataLoader.__del__` calls its `multiprocessing.Pool`'s `terminate()`, which "
+            "can kill a worker while it sends a batch: the result queue's lock stays held "
+            "and `terminate()` waits for it forever"
+        ),
+        ours=(
+            "the workers finish the batches in flight and exit by themselves; "
+            "`terminate()` only for a worker still running after a minute (patch "
+            "`dataloader_teardown`)"
+        ),
+    ),
+    Trap(
+        patch="onnx",
+        check="onnx",
+        symptom=(
+            "`ImportError: Onnx and protobuf need to be installed` from "
+            "`mx.onnx.export_model` (1.9) or `mx.contrib.onnx.export_model` (1.3–1.8) "
+            "with onnx installed; past that, graphs onnx's checker rejects"
+        ),
+        cause=(
+            "onnx 1.19 removed `onnx.mapping`, which every MXNet exporter reads; today's "
+            "onnx checks a graph against its own newest opset"
+        ),
+        ours=(
+            "the exporters run on today's onnx (onnx itself unchanged outside an export); "
+            "`mxcompat.to_onnx(model)` exports in memory and verifies in onnxruntime "
+            "(patch `onnx`)"
+        ),
+    ),
+    Trap(
+        patch=None,
+        check=None,
+        symptom=(
+            "a Gluon `Dense` bias that never trains after `dense.weight.grad_req = "
+            "'null'` (MXNet 1.7–1.9 pip wheels, CPU)"
+        ),
+        cause="the same oneDNN backward",
+        ours=(
+            "not changed by mxcompat: `mxcompat.freeze(dense.weight.name)` freezes the "
+            "weight alone (it never sets `grad_req`)"
+        ),
+    ),
+    Trap(
+        patch="ndarray_to_numpy",
+        check="numpy_fixes",
+        symptom=(
+            "`mx.test_utils.same(a, b)` / `np.array_equal(a, b)` is `False` for two "
+            "equal NDArrays; `np.asarray(nd)`: `ValueError: setting an array element"
+            " with a sequence … exceed the maximum number of dimensions` (NumPy ≥ 2)"
+        ),
+        cause="`NDArray` has no `__array__`: NumPy sees an opaque sequence",
+        ours="NumPy gets the numbers (patch `ndarray_to_numpy`)",
+    ),
+    Trap(
+        patch="ndarray_to_numpy",
+        check="numpy_fixes",
+        symptom=(
+            "`ValueError: Could not convert … to a NumPy dtype (via .dtype value "
+            "<class 'numpy.float32'>)` from `x.astype(y)` (NumPy ≥ 2.3)"
+        ),
+        cause="`NDArray.dtype` is a class; NumPy ≥ 2.3 no longer reads a class there",
+        ours="`y`'s dtype is passed (patch `ndarray_to_numpy`)",
+    ),
+    Trap(
+        patch=None,
+        check=None,
+        symptom=(
+            "`Error in sitecustomize` in a child Python under `mxcompat run` "
+            "(another venv, the system Python, pip's build isolation)"
+        ),
+        cause=("the child inherits `PYTHONPATH` with mxcompat's bootstrap but has no mxcompat"),
+        ours=(
+            "the bootstrap steps aside silently where mxcompat is not installed; your "
+            "own `sitecustomize` still runs, exactly once"
+        ),
+    ),
+    Trap(
+        patch="python_oo",
+        check=None,
+        symptom=(
+            "`TypeError: sequence item 0: expected str instance, NoneType found` in "
+            "`mxnet/ndarray_doc.py` at `import mxnet` under `python -OO` / "
+            "`PYTHONOPTIMIZE=2` (every 1.x release)"
+        ),
+        cause="`-OO` strips the docstrings MXNet joins into its operators' documentation",
+        ours=(
+            "MXNet imports and runs (patch `python_oo`, applies under `-OO` only); "
+            "`import mxcompat` itself works under `-O`/`-OO`"
+        ),
+    ),
+    Trap(
+        patch=None,
+        check=None,
+        symptom=(
+            "every mxcompat warning printed twice after `logging.basicConfig(...)` (older mxcompat)"
+        ),
+        cause="it was issued through `warnings` and logged",
+        ours=(
+            "issued through `warnings` only; `logging.captureWarnings(True)` routes it to logging"
+        ),
+    ),
+    Trap(
+        patch=None,
+        check=None,
+        symptom="`import mxnet` failing inside mxcompat's import hook (older mxcompat)",
+        cause="an exception in a patch propagated into the import",
+        ours="a patch that cannot be applied warns once and is off; the import succeeds",
+    ),
+    Trap(
+        patch=None,
+        check=None,
+        symptom=(
+            "`split_and_load`/`split_data(even_split=False)` slices of other sizes "
+            "after an upgrade (1.6 → 1.7)"
+        ),
+        cause=(
+            "1.3–1.6 give the remainder to the last slice, 1.7+ spread it over the first slices"
+        ),
+        ours=(
+            "not changed by mxcompat (neither is a bug): see [Differences between "
+            "releases](#differences-between-releases-mxcompat-leaves-as-they-are); the "
+            "tests pin each release"
+        ),
+    ),
 )
 
 
@@ -239,6 +416,7 @@ def update_readme(path):
 if __name__ == "__main__":
     # python -m mxcompat._core.traps [README.md]: print the table, or rewrite it in that README.
     import sys
+
     if len(sys.argv) > 1:
         update_readme(sys.argv[1])
     else:

@@ -1,4 +1,5 @@
 """Small helpers shared by the patch modules."""
+
 import functools
 import inspect
 

@@ -7,6 +7,7 @@ the release on that stack and running it: a release's own pins (1.3.1 and 1.4.1 
 ``numpy<1.15``, so Python 3.7 is the newest with wheels) give its first row; the rows beyond
 them install MXNet with ``--no-deps`` beside a newer NumPy, and load through mxcompat.
 """
+
 from collections import namedtuple
 
 from packaging.version import Version
@@ -31,7 +32,7 @@ class Combination(namedtuple("Combination", "name mxnet python numpy no_deps")):
     @property
     def numpy_version(self):
         """The pinned NumPy version, or ``None`` for the newest."""
-        return None if self.latest else self.numpy[len("numpy=="):]
+        return None if self.latest else self.numpy[len("numpy==") :]
 
     @property
     def modern(self):
@@ -46,8 +47,9 @@ class Combination(namedtuple("Combination", "name mxnet python numpy no_deps")):
 
     def install_lines(self):
         """``install_steps`` as the command lines a user would type."""
-        return ["pip install " + " ".join(_quoted(a) for a in step)
-                for step in self.install_steps()]
+        return [
+            "pip install " + " ".join(_quoted(a) for a in step) for step in self.install_steps()
+        ]
 
 
 def _quoted(arg):

@@ -7,6 +7,7 @@ replaces itself with ``python [options] script.py args`` (``exec``), so argv, ``
 ``sys.path[0]``, tracebacks, exit codes and stdin/stdout are exactly Python's own, and every
 child process the script starts is patched too.
 """
+
 import argparse
 import json
 import os
@@ -17,8 +18,7 @@ from .. import __version__, onnx as onnx_export
 from .._core import facts as _compat, registry as _patching, settings, traps as _traps
 
 # mxcompat/_bootstrap: its sitecustomize.py starts every Python that `mxcompat run` starts.
-BOOTSTRAP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                         "_bootstrap")
+BOOTSTRAP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_bootstrap")
 
 ENVIRONMENT_HELP = settings.HELP
 
@@ -33,7 +33,8 @@ PYTHON_REFUSED = {
     "S": "-S makes Python skip the site module, which runs sitecustomize",
 }
 
-RUN_HELP = """python options (before the target; given to the interpreter as python takes them):
+RUN_HELP = (
+    """python options (before the target; given to the interpreter as python takes them):
   -u, -O, -OO, -B, -b, -d, -i, -q, -s, -v, -x, -P (3.11+), -W arg, -X opt
                        e.g. mxcompat run -u -W error -X dev train.py
   -m MODULE            run library module MODULE as a script, like python -m
@@ -42,7 +43,9 @@ RUN_HELP = """python options (before the target; given to the interpreter as pyt
 The target is a script, a directory or zip file with __main__.py, or -m MODULE;
 everything after it belongs to the script.
 
-""" + ENVIRONMENT_HELP
+"""
+    + ENVIRONMENT_HELP
+)
 
 
 def _parser():
@@ -50,64 +53,98 @@ def _parser():
         prog="mxcompat",
         description="Keep legacy Apache MXNet 1.x code working.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=ENVIRONMENT_HELP)
+        epilog=ENVIRONMENT_HELP,
+    )
     parser.add_argument("--version", action="version", version="mxcompat " + __version__)
-    sub = parser.add_subparsers(dest="command",
-                                metavar="{run,check,patches,matrix,onnx,scan}")
+    sub = parser.add_subparsers(dest="command", metavar="{run,check,patches,matrix,onnx,scan}")
     sub.required = True
 
     run = sub.add_parser(
-        "run", help="run a script (or -m module) with every mxcompat patch applied",
+        "run",
+        help="run a script (or -m module) with every mxcompat patch applied",
         usage="mxcompat run [--freeze PATTERN] [--no-patch NAME] [--numpy-legacy] "
-              "[python options] script.py|dir|zip [args...]\n"
-              "       mxcompat run [--freeze PATTERN] [--no-patch NAME] [--numpy-legacy] "
-              "[python options] "
-              "-m package.module [args...]",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_HELP)
-    run.add_argument("--freeze", action="append", default=[], metavar="PATTERN",
-                     help="keep parameters matching PATTERN (a name or shell glob) fixed; "
-                          "repeatable")
-    run.add_argument("--numpy-legacy", action="store_true",
-                     help="serve NumPy names today's NumPy removed (np.asscalar, np.float, "
-                          "np.product...) to the script, one warning per name at first use")
-    run.add_argument("--no-patch", action="append", default=[], metavar="NAME",
-                     help="do not apply patch NAME (one of: %s); repeatable"
-                          % ", ".join(_patching.names()))
+        "[python options] script.py|dir|zip [args...]\n"
+        "       mxcompat run [--freeze PATTERN] [--no-patch NAME] [--numpy-legacy] "
+        "[python options] "
+        "-m package.module [args...]",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=RUN_HELP,
+    )
+    run.add_argument(
+        "--freeze",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="keep parameters matching PATTERN (a name or shell glob) fixed; repeatable",
+    )
+    run.add_argument(
+        "--numpy-legacy",
+        action="store_true",
+        help="serve NumPy names today's NumPy removed (np.asscalar, np.float, "
+        "np.product...) to the script, one warning per name at first use",
+    )
+    run.add_argument(
+        "--no-patch",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="do not apply patch NAME (one of: %s); repeatable" % ", ".join(_patching.names()),
+    )
 
     check = sub.add_parser("check", help="run a tiny real scenario per feature on this MXNet")
     check.add_argument("--json", action="store_true", help="print the results as JSON")
 
     patches = sub.add_parser(
-        "patches", help="list every patch: what it fixes, whether it applies here, "
-                        "whether it is active")
+        "patches",
+        help="list every patch: what it fixes, whether it applies here, whether it is active",
+    )
     patches.add_argument("--json", action="store_true", help="print the list as JSON")
     # Parsed by matrix/ itself (everything after -- is the user's command).
-    sub.add_parser("matrix", add_help=False,
-                   help="run a command (your tests) in a fresh env per supported MXNet x "
-                        "Python x NumPy combination: mxcompat matrix --help")
+    sub.add_parser(
+        "matrix",
+        add_help=False,
+        help="run a command (your tests) in a fresh env per supported MXNet x "
+        "Python x NumPy combination: mxcompat matrix --help",
+    )
 
     # Parsed by scan itself (it needs libcst, which the other commands do not).
-    sub.add_parser("scan", add_help=False,
-                   help="find (and --fix) the legacy MXNet traps in Python source: "
-                        "mxcompat scan --help")
+    sub.add_parser(
+        "scan",
+        add_help=False,
+        help="find (and --fix) the legacy MXNet traps in Python source: mxcompat scan --help",
+    )
 
     to_onnx = sub.add_parser(
-        "onnx", help="convert a checkpoint (PREFIX-symbol.json, PREFIX-EPOCH.params) to ONNX "
-                     "with MXNet's own exporter, verified in onnxruntime",
+        "onnx",
+        help="convert a checkpoint (PREFIX-symbol.json, PREFIX-EPOCH.params) to ONNX "
+        "with MXNet's own exporter, verified in onnxruntime",
         description="Convert a checkpoint to ONNX with MXNet's own exporter (loss heads become "
-                    "their inference ops), then run it in onnxruntime against MXNet.  Needs "
-                    "onnx and onnxruntime: " + onnx_export.INSTALL_HINT)
+        "their inference ops), then run it in onnxruntime against MXNet.  Needs "
+        "onnx and onnxruntime: " + onnx_export.INSTALL_HINT,
+    )
     to_onnx.add_argument("prefix", metavar="PREFIX")
     to_onnx.add_argument("epoch", metavar="EPOCH", type=int)
-    to_onnx.add_argument("--input-shape", action="append", required=True, metavar="N,C,H,W",
-                         type=_shape, help="the shape of the model's input, e.g. 1,3,224,224; "
-                                           "once per input, in the symbol's order")
-    to_onnx.add_argument("-o", "--output", metavar="FILE",
-                         help="where to write the model (default: PREFIX.onnx)")
-    to_onnx.add_argument("--opset", type=int, metavar="N",
-                         help="ONNX opset (default: the newest this MXNet's exporter writes)")
-    to_onnx.add_argument("--no-verify", action="store_true",
-                         help="do not run the model in onnxruntime against MXNet")
+    to_onnx.add_argument(
+        "--input-shape",
+        action="append",
+        required=True,
+        metavar="N,C,H,W",
+        type=_shape,
+        help="the shape of the model's input, e.g. 1,3,224,224; "
+        "once per input, in the symbol's order",
+    )
+    to_onnx.add_argument(
+        "-o", "--output", metavar="FILE", help="where to write the model (default: PREFIX.onnx)"
+    )
+    to_onnx.add_argument(
+        "--opset",
+        type=int,
+        metavar="N",
+        help="ONNX opset (default: the newest this MXNet's exporter writes)",
+    )
+    to_onnx.add_argument(
+        "--no-verify", action="store_true", help="do not run the model in onnxruntime against MXNet"
+    )
     return parser, run
 
 
@@ -123,12 +160,15 @@ def _shape(text):
 
 def _onnx(args):
     import warnings
+
     files = ["%s-symbol.json" % args.prefix, "%s-%04d.params" % (args.prefix, args.epoch)]
     missing = [f for f in files if not os.path.isfile(f)]
     if missing:
         # MXNet's own error here is a C++ stack trace.
-        sys.stderr.write("mxcompat onnx: no checkpoint %s, epoch %d: %s not found\n"
-                         % (args.prefix, args.epoch, " and ".join(missing)))
+        sys.stderr.write(
+            "mxcompat onnx: no checkpoint %s, epoch %d: %s not found\n"
+            % (args.prefix, args.epoch, " and ".join(missing))
+        )
         return 1
     try:
         with warnings.catch_warnings():
@@ -136,21 +176,40 @@ def _onnx(args):
             import mxnet as mx
         symbol, arg_params, aux_params = mx.model.load_checkpoint(args.prefix, args.epoch)
         path = args.output or args.prefix + ".onnx"
-        model = onnx_export.to_onnx((symbol, arg_params, aux_params), args.input_shape,
-                                    path=path, opset=args.opset, verify=not args.no_verify)
-    except (ImportError, NotImplementedError, ValueError, TypeError, AssertionError,
-            IOError) as exc:
+        model = onnx_export.to_onnx(
+            (symbol, arg_params, aux_params),
+            args.input_shape,
+            path=path,
+            opset=args.opset,
+            verify=not args.no_verify,
+        )
+    except (
+        ImportError,
+        NotImplementedError,
+        ValueError,
+        TypeError,
+        AssertionError,
+        IOError,
+    ) as exc:
         sys.stderr.write("mxcompat onnx: %s\n" % exc)
         return 1
     except Exception as exc:  # pylint: disable=broad-except
         # MXNetError and the like: one line, as above, with the type that says whose it is.
         sys.stderr.write("mxcompat onnx: %s: %s\n" % (type(exc).__name__, exc))
         return 1
-    sys.stdout.write("wrote %s: opset %d, %d nodes, inputs %s%s\n" % (
-        path, model.opset_import[0].version, len(model.graph.node),
-        ", ".join(i.name for i in model.graph.input),
-        "" if args.no_verify else "; onnxruntime %s agrees with MXNet %s" % (
-            sys.modules["onnxruntime"].__version__, mx.__version__)))
+    sys.stdout.write(
+        "wrote %s: opset %d, %d nodes, inputs %s%s\n"
+        % (
+            path,
+            model.opset_import[0].version,
+            len(model.graph.node),
+            ", ".join(i.name for i in model.graph.input),
+            ""
+            if args.no_verify
+            else "; onnxruntime %s agrees with MXNet %s"
+            % (sys.modules["onnxruntime"].__version__, mx.__version__),
+        )
+    )
     return 0
 
 
@@ -171,10 +230,13 @@ def _split_run_argv(argv, error):
         token = argv[i]
         i += 1
         if token in ("--freeze", "--no-patch"):
-            own += argv[i - 1:i + 1]
+            own += argv[i - 1 : i + 1]
             i += 1
-        elif (token.startswith(("--freeze=", "--no-patch="))
-              or token in ("-h", "--help", "--numpy-legacy")):
+        elif token.startswith(("--freeze=", "--no-patch=")) or token in (
+            "-h",
+            "--help",
+            "--numpy-legacy",
+        ):
             own.append(token)
         elif token == "--":
             return own, python, None, argv[i:]
@@ -199,19 +261,24 @@ def _split_run_argv(argv, error):
                     python += ["-" + letter, value]
                     break
                 elif letter in PYTHON_REFUSED:
-                    error("%s, so mxcompat could not be loaded into the script; run it "
-                          "without -%s" % (PYTHON_REFUSED[letter], letter))
+                    error(
+                        "%s, so mxcompat could not be loaded into the script; run it "
+                        "without -%s" % (PYTHON_REFUSED[letter], letter)
+                    )
                 else:
-                    error("unknown option -%s (Python options run takes: -%s, -W arg, "
-                          "-X opt, -m module)" % (letter, ", -".join(PYTHON_FLAGS)))
+                    error(
+                        "unknown option -%s (Python options run takes: -%s, -W arg, "
+                        "-X opt, -m module)" % (letter, ", -".join(PYTHON_FLAGS))
+                    )
         else:
-            return own, python, None, argv[i - 1:]
+            return own, python, None, argv[i - 1 :]
     return own, python, None, []
 
 
 def _run(args, python, module, target, error):
     # Checked here, as freeze() would: in the script each bad one would only be a warning.
     from ..freeze.registry import _Pattern
+
     for value in args.freeze:
         items = settings.split(value)
         if not items:
@@ -223,8 +290,10 @@ def _run(args, python, module, target, error):
                 error("--freeze: %s" % exc)
     unknown = [n for n in args.no_patch if n not in _patching.names()]
     if unknown:
-        error("--no-patch: unknown patch name(s) %s; known patches: %s"
-              % (", ".join(unknown), ", ".join(_patching.names())))
+        error(
+            "--no-patch: unknown patch name(s) %s; known patches: %s"
+            % (", ".join(unknown), ", ".join(_patching.names()))
+        )
     if module is not None:
         argv = [sys.executable] + python + ["-m", module] + target
     elif not target:
@@ -239,8 +308,9 @@ def _run(args, python, module, target, error):
         argv = [sys.executable] + python + ["--"] + target
 
     env = dict(os.environ)
-    paths = [BOOTSTRAP] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
-                           if p and p != BOOTSTRAP]
+    paths = [BOOTSTRAP] + [
+        p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != BOOTSTRAP
+    ]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     if args.freeze:
         _append_env(env, settings.FREEZE, args.freeze)
@@ -259,6 +329,7 @@ def _patch_table():
     """Every patch with what it fixes, whether it applies to this MXNet, Python and NumPy,
     and whether it is active, after importing mxnet here (as a program would)."""
     import warnings
+
     error = None
     mx = None
     try:
@@ -274,20 +345,25 @@ def _patch_table():
     rows = []
     for name in _patching.names():
         patch = _patching.get(name)
-        rows.append({
-            "name": name,
-            "fixes": " ".join((patch.doc or "").split()),
-            # As the registry decides: the supported range, then the patch's own rules
-            # (MXNet release, Python and NumPy version).
-            "applies": bool(supported and patch.applies_to(version)),
-            "active": name in active,
-            # The legacy traps it handles, from the one list (README Troubleshooting).
-            "traps": [t.symptom for t in _traps.for_patch(name)],
-        })
+        rows.append(
+            {
+                "name": name,
+                "fixes": " ".join((patch.doc or "").split()),
+                # As the registry decides: the supported range, then the patch's own rules
+                # (MXNet release, Python and NumPy version).
+                "applies": bool(supported and patch.applies_to(version)),
+                "active": name in active,
+                # The legacy traps it handles, from the one list (README Troubleshooting).
+                "traps": [t.symptom for t in _traps.for_patch(name)],
+            }
+        )
     numpy = sys.modules.get("numpy")
-    versions = {"mxcompat": __version__, "mxnet": getattr(mx, "__version__", None),
-                "python": platform.python_version(),
-                "numpy": getattr(numpy, "__version__", None)}
+    versions = {
+        "mxcompat": __version__,
+        "mxnet": getattr(mx, "__version__", None),
+        "python": platform.python_version(),
+        "numpy": getattr(numpy, "__version__", None),
+    }
     documented = [t.symptom for t in _traps.for_patch(None)]
     return {"patches": rows, "documented": documented, "versions": versions, "error": error}
 
@@ -303,12 +379,19 @@ def _patches(as_json):
         out.write("%-*s  applies  active  traps  fixes\n" % (width, "patch"))
         for r in table["patches"]:
             line = "%-*s  %-7s  %-6s  %-5d  %s" % (
-                width, r["name"], "yes" if r["applies"] else "no",
-                "yes" if r["active"] else "no", len(r["traps"]), r["fixes"])
-            out.write(line.rstrip() + "\n")   # no description under python -OO
+                width,
+                r["name"],
+                "yes" if r["applies"] else "no",
+                "yes" if r["active"] else "no",
+                len(r["traps"]),
+                r["fixes"],
+            )
+            out.write(line.rstrip() + "\n")  # no description under python -OO
         v = table["versions"]
-        out.write("mxnet %s, Python %s, NumPy %s, mxcompat %s\n" % (
-            v["mxnet"] or "-", v["python"], v["numpy"] or "-", v["mxcompat"]))
+        out.write(
+            "mxnet %s, Python %s, NumPy %s, mxcompat %s\n"
+            % (v["mxnet"] or "-", v["python"], v["numpy"] or "-", v["mxcompat"])
+        )
     if table["error"]:
         sys.stderr.write("mxcompat patches: %s, so no patch applies\n" % table["error"])
         return 1
@@ -320,9 +403,11 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "matrix":
         from . import matrix
+
         return matrix.main(argv[1:])
     if argv and argv[0] == "scan":
         from . import scan
+
         return scan.main(argv[1:])
     if argv and argv[0] == "run":
         own, python, module, target = _split_run_argv(argv[1:], run_parser.error)
@@ -334,4 +419,5 @@ def main(argv=None):
     if args.command == "onnx":
         return _onnx(args)
     from . import check
+
     return check.main(as_json=args.json)

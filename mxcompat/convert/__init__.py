@@ -7,6 +7,7 @@ Layout: ``module_to_gluon`` and ``gluon_to_module`` (one direction each), ``grap
 symbol graphs of both sides: loss heads, a block's graph and parameters), ``params`` (the
 Gluon ``Parameter`` internals that place arrays without copying them); here, the patch.
 """
+
 from .._core.registry import Patch, Target, register
 from .gluon_to_module import to_module
 from .module_to_gluon import to_gluon
@@ -14,11 +15,13 @@ from .module_to_gluon import to_gluon
 __all__ = ["to_gluon", "to_module"]
 
 PATCH = "convert"
-register(Patch(
-    PATCH,
-    "Module.to_gluon() and HybridBlock.to_module(): in-memory conversion between the APIs.",
-    targets=[
-        Target("mxnet.module.module", "Module.to_gluon", new=to_gluon),
-        Target("mxnet.gluon.block", "HybridBlock.to_module", new=to_module),
-    ],
-))
+register(
+    Patch(
+        PATCH,
+        "Module.to_gluon() and HybridBlock.to_module(): in-memory conversion between the APIs.",
+        targets=[
+            Target("mxnet.module.module", "Module.to_gluon", new=to_gluon),
+            Target("mxnet.gluon.block", "HybridBlock.to_module", new=to_module),
+        ],
+    )
+)

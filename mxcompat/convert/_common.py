@@ -4,6 +4,7 @@ never imports it itself) and errors in mxcompat's words."""
 
 def _mx():
     import mxnet
+
     return mxnet
 
 
@@ -24,6 +25,7 @@ def _as_contexts(ctx):
 # --- arguments, checked before MXNet sees them (its own errors are tracebacks from deep
 # inside bind or infer_shape, or no error at all: a float dimension is truncated) ----------
 
+
 def _check_flag(value, name, where):
     # copy="no" is truthy: a typo would silently do the opposite.
     if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
@@ -34,17 +36,28 @@ def _check_flag(value, name, where):
 def _check_shape(shape, what, where):
     """``shape`` as a tuple of positive ints; ``what`` names it in the error."""
     import numbers
+
     if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list)):
-        raise _fail(where, "%s: a shape is a tuple of positive ints, e.g. (1, 3, 224, 224), "
-                           "not %r" % (what, shape), TypeError)
+        raise _fail(
+            where,
+            "%s: a shape is a tuple of positive ints, e.g. (1, 3, 224, 224), "
+            "not %r" % (what, shape),
+            TypeError,
+        )
     dims = []
     for d in shape:
         if isinstance(d, bool) or not isinstance(d, numbers.Integral):
-            raise _fail(where, "%s: the shape %r has a dimension %r that is not an int"
-                        % (what, tuple(shape), d), TypeError)
+            raise _fail(
+                where,
+                "%s: the shape %r has a dimension %r that is not an int" % (what, tuple(shape), d),
+                TypeError,
+            )
         if d <= 0:
-            raise _fail(where, "%s: the shape %r has a dimension %r; every dimension is a "
-                               "positive int" % (what, tuple(shape), d))
+            raise _fail(
+                where,
+                "%s: the shape %r has a dimension %r; every dimension is a "
+                "positive int" % (what, tuple(shape), d),
+            )
         dims.append(int(d))
     if not dims:
         raise _fail(where, "%s: the shape () has no batch dimension" % what)
@@ -54,8 +67,12 @@ def _check_shape(shape, what, where):
 def _check_descs(descs, what, where):
     """``data_shapes``/``label_shapes`` as ``[(name, shape)]``: pairs or ``DataDesc``s."""
     if isinstance(descs, (str, bytes, dict)) or not isinstance(descs, (list, tuple)):
-        raise _fail(where, "%s is a list of (name, shape) pairs, e.g. [('data', (1, 3, 224, "
-                           "224))], not %r" % (what, descs), TypeError)
+        raise _fail(
+            where,
+            "%s is a list of (name, shape) pairs, e.g. [('data', (1, 3, 224, "
+            "224))], not %r" % (what, descs),
+            TypeError,
+        )
     pairs = []
     for d in descs:
         name = getattr(d, "name", None)
@@ -65,8 +82,7 @@ def _check_descs(descs, what, where):
                 raise _fail(where, "%s: %r is not a (name, shape) pair" % (what, d), TypeError)
             name, shape = d
         if not isinstance(name, str) or not name:
-            raise _fail(where, "%s: the name %r is not a non-empty str" % (what, name),
-                        TypeError)
+            raise _fail(where, "%s: the name %r is not a non-empty str" % (what, name), TypeError)
         pairs.append((name, _check_shape(shape, "%s[%r]" % (what, name), where)))
     names = [n for n, _ in pairs]
     twice = sorted(set(n for n in names if names.count(n) > 1))
@@ -79,10 +95,15 @@ def _check_contexts(ctx, name, where):
     """``ctx`` (``None``, a Context or a non-empty list of them) as a list, or ``None``."""
     mx = _mx()
     contexts = _as_contexts(ctx)
-    if contexts is not None and (not contexts or not all(
-            isinstance(c, mx.context.Context) for c in contexts)):
-        raise _fail(where, "%s is an mx.Context (mx.cpu(), mx.gpu(0)) or a non-empty list of "
-                           "them, not %r" % (name, ctx), TypeError)
+    if contexts is not None and (
+        not contexts or not all(isinstance(c, mx.context.Context) for c in contexts)
+    ):
+        raise _fail(
+            where,
+            "%s is an mx.Context (mx.cpu(), mx.gpu(0)) or a non-empty list of "
+            "them, not %r" % (name, ctx),
+            TypeError,
+        )
     return contexts
 
 
@@ -94,15 +115,25 @@ def _infer_shapes(symbol, shapes, what, where):
     except Exception as err:  # pylint: disable=broad-except
         # MXNetError's text is a C++ trace; its "Error in operator" line says what is wrong.
         lines = [l.strip() for l in str(err).splitlines() if l.strip()]
-        reason = next((l for l in lines if "Error in operator" in l or "Check failed" in l),
-                      lines[0] if lines else type(err).__name__)
-        raise _fail(where, "the %s %s do not fit the model: %s"
-                    % (what, ", ".join("%s=%s" % kv for kv in shapes.items()),
-                       reason.replace("MXNetError: ", ""))) from None
+        reason = next(
+            (l for l in lines if "Error in operator" in l or "Check failed" in l),
+            lines[0] if lines else type(err).__name__,
+        )
+        raise _fail(
+            where,
+            "the %s %s do not fit the model: %s"
+            % (
+                what,
+                ", ".join("%s=%s" % kv for kv in shapes.items()),
+                reason.replace("MXNetError: ", ""),
+            ),
+        ) from None
     if any(not s or 0 in s for s in result[0] + result[2]):
-        raise _fail(where, "the %s %s are not enough to infer the shapes of the model's "
-                           "parameters" % (what, ", ".join("%s=%s" % kv
-                                                           for kv in shapes.items())))
+        raise _fail(
+            where,
+            "the %s %s are not enough to infer the shapes of the model's "
+            "parameters" % (what, ", ".join("%s=%s" % kv for kv in shapes.items())),
+        )
     return result
 
 
@@ -110,33 +141,52 @@ def _check_names_list(names, what, where):
     if names is None:
         return None
     if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)):
-        raise _fail(where, "%s is a list of names, e.g. ('data',), not %r" % (what, names),
-                    TypeError)
+        raise _fail(
+            where, "%s is a list of names, e.g. ('data',), not %r" % (what, names), TypeError
+        )
     bad = [n for n in names if not isinstance(n, str) or not n]
     if bad:
-        raise _fail(where, "%s: %s %s not a non-empty str" % (
-            what, _names(bad), "is" if len(bad) == 1 else "are"), TypeError)
+        raise _fail(
+            where,
+            "%s: %s %s not a non-empty str" % (what, _names(bad), "is" if len(bad) == 1 else "are"),
+            TypeError,
+        )
     if len(set(names)) != len(names):
-        raise _fail(where, "%s names %s more than once" % (
-            what, _names(sorted(set(n for n in names if list(names).count(n) > 1)))))
+        raise _fail(
+            where,
+            "%s names %s more than once"
+            % (what, _names(sorted(set(n for n in names if list(names).count(n) > 1)))),
+        )
     return list(names)
 
 
 def _check_bind_shapes(out, data_names, label_names, data_shapes, label_shapes, where):
     """The shapes a bind is given, checked against the module's names and its graph, so
     ``Module.bind`` cannot fail half-way (MXNet's errors there are asserts and C++ traces)."""
-    for what, names, shapes in (("data_shapes", data_names, data_shapes),
-                                ("label_shapes", label_names, label_shapes)):
+    for what, names, shapes in (
+        ("data_shapes", data_names, data_shapes),
+        ("label_shapes", label_names, label_shapes),
+    ):
         if shapes is None:
             continue
         given = [n for n, _ in shapes]
         if sorted(given) != sorted(names):
-            raise _fail(where, "%s names %s, the module's %s are %s"
-                        % (what, _names(given) or "nothing", what.split("_")[0] + " names",
-                           _names(names) or "none"))
+            raise _fail(
+                where,
+                "%s names %s, the module's %s are %s"
+                % (
+                    what,
+                    _names(given) or "nothing",
+                    what.split("_")[0] + " names",
+                    _names(names) or "none",
+                ),
+            )
     pairs = list(data_shapes) + list(label_shapes or [])
     batches = sorted(set(shape[0] for _, shape in pairs))
     if len(batches) > 1:
-        raise _fail(where, "every data and label shape starts with the same batch size; "
-                           "these start with %s" % ", ".join(map(str, batches)))
+        raise _fail(
+            where,
+            "every data and label shape starts with the same batch size; "
+            "these start with %s" % ", ".join(map(str, batches)),
+        )
     _infer_shapes(out, dict(pairs), "shapes", where)

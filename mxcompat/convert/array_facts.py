@@ -12,6 +12,7 @@ call of ``_compat.NDARRAY_SHAPE_EX``) are the same in 1.3.1 ... 1.9.1.  Builds w
 tensor sizes (1.6+, ``INT64_TENSOR_SIZE``) take other shape types: there MXNet's own
 properties are used (``_Properties``, the same answers, tested side by side).
 """
+
 import ctypes
 
 from .._core import facts as _compat
@@ -66,8 +67,8 @@ class _Direct:
         self._ndim_ref, self._dims_ref = ctypes.byref(self._ndim), ctypes.byref(self._dims)
         self._code_ref = ctypes.byref(self._code)
         self._device_refs = ctypes.byref(self._device_type), ctypes.byref(self._device_id)
-        self._known = {}          # (device type, id) -> Context, one object per device
-        self._shapes = {}         # shape -> its mx_uint array, for buffers of equal shape
+        self._known = {}  # (device type, id) -> Context, one object per device
+        self._shapes = {}  # shape -> its mx_uint array, for buffers of equal shape
         # dtype -> MXNet's code, from MXNet's table (dtypes are what facts() returns).
         self._codes = {dtype: code for code, dtype in self._dtypes.items() if dtype is not None}
 
@@ -86,8 +87,9 @@ class _Direct:
 
     def facts(self, array):
         handle = array.handle
-        if (self._get_shape(handle, self._ndim_ref, self._dims_ref)
-                or self._get_dtype(handle, self._code_ref)):
+        if self._get_shape(handle, self._ndim_ref, self._dims_ref) or self._get_dtype(
+            handle, self._code_ref
+        ):
             self._failed()
         ndim = self._ndim.value
         # -1: unknown shape (1.5+); an array holding a parameter's values always has one.
@@ -100,15 +102,17 @@ class _Direct:
     def unallocated(self, shape, dtype, ctx):
         """As ``_Properties.unallocated``."""
         code = self._codes.get(dtype)
-        if code is None:    # a dtype facts() did not give: MXNet's own table
+        if code is None:  # a dtype facts() did not give: MXNet's own table
             import numpy as np
+
             code = self._codes[dtype] = _mx().nd.ndarray._DTYPE_NP_TO_MX[np.dtype(dtype).type]
         dims = self._shapes.get(shape)
         if dims is None:
             dims = self._shapes[shape] = (ctypes.c_uint * len(shape))(*shape)
         out = self._handle_type()
-        if self._create(dims, len(shape), ctx.device_typeid, ctx.device_id, 1, code,
-                        ctypes.byref(out)):
+        if self._create(
+            dims, len(shape), ctx.device_typeid, ctx.device_id, 1, code, ctypes.byref(out)
+        ):
             self._failed()
         return self._ndarray(out)
 

@@ -2,9 +2,18 @@
 holding its parameters, unbound or bound (values copied once, straight into the executors),
 optionally with a loss head so that it can ``fit``.
 """
+
 from .._core import facts as _compat
-from ._common import (_check_bind_shapes, _check_contexts, _check_descs, _check_flag,
-                      _check_names_list, _fail, _mx, _names)
+from ._common import (
+    _check_bind_shapes,
+    _check_contexts,
+    _check_descs,
+    _check_flag,
+    _check_names_list,
+    _fail,
+    _mx,
+    _names,
+)
 from .graph import _add_loss, _block_graph, _block_params
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore
 
@@ -13,8 +22,17 @@ def _shape_names(shapes):
     return [getattr(d, "name", None) or d[0] for d in shapes]
 
 
-def to_module(block, data_names=None, label_names=None, data_shapes=None, label_shapes=None,
-              context=None, copy=True, loss=None, for_training=None):
+def to_module(
+    block,
+    data_names=None,
+    label_names=None,
+    data_shapes=None,
+    label_shapes=None,
+    context=None,
+    copy=True,
+    loss=None,
+    for_training=None,
+):
     """A ``Module`` of ``block``'s network holding its parameters (arg and aux).
 
     The symbol is built in memory: the block's cached graph if it was hybridized and run,
@@ -37,11 +55,11 @@ def to_module(block, data_names=None, label_names=None, data_shapes=None, label_
     where = "to_module"
     mx = _mx()
     if not isinstance(block, mx.gluon.HybridBlock):
-        raise _fail(where, "expected a gluon HybridBlock, got %s" % type(block).__name__,
-                    TypeError)
+        raise _fail(where, "expected a gluon HybridBlock, got %s" % type(block).__name__, TypeError)
     if isinstance(data_names, str) or isinstance(label_names, str):
-        raise _fail(where, "data_names and label_names are lists of names, e.g. ('data',)",
-                    TypeError)
+        raise _fail(
+            where, "data_names and label_names are lists of names, e.g. ('data',)", TypeError
+        )
     # Every argument checked before anything is built: nothing half-done on a bad one.
     data_names = _check_names_list(data_names, "data_names", where)
     label_names = _check_names_list(label_names, "label_names", where)
@@ -67,51 +85,76 @@ def to_module(block, data_names=None, label_names=None, data_shapes=None, label_
         block_inputs = ["data"] + label_names
     names, out = _block_graph(block, block_inputs, where)
     if data_names is None:
-        data_names = names[:len(names) - len(label_names)] if loss is None else names
+        data_names = names[: len(names) - len(label_names)] if loss is None else names
 
     params = _block_params(block)
     graph_args = [n for n in out.list_arguments() if n not in names]
     graph_auxs = out.list_auxiliary_states()
     unknown = [n for n in graph_args + graph_auxs if n not in params]
     if unknown:
-        raise _fail(where, "the graph reads %s, which %s neither an input nor a parameter "
-                           "of the block" % (_names(unknown),
-                                             "is" if len(unknown) == 1 else "are"))
+        raise _fail(
+            where,
+            "the graph reads %s, which %s neither an input nor a parameter "
+            "of the block" % (_names(unknown), "is" if len(unknown) == 1 else "are"),
+        )
     uninitialised = [n for n in graph_args + graph_auxs if params[n]._data is None]
     if uninitialised:
-        raise _fail(where, "parameter(s) %s of the block are not initialised; call "
-                           "initialize() and, for deferred shapes, run one forward pass "
-                           "first" % _names(uninitialised))
+        raise _fail(
+            where,
+            "parameter(s) %s of the block are not initialised; call "
+            "initialize() and, for deferred shapes, run one forward pass "
+            "first" % _names(uninitialised),
+        )
 
     if not _compat.since(_compat.GLUON_AUX_WRITES_ORDERED):
         # The last training step's BatchNorm statistics must land before anyone reads them.
         mx.nd.waitall()
     if loss is not None:
         out = _add_loss(out, loss, label_names[0], where)
-        added = [n for n in out.list_arguments()
-                 if n not in names and n not in params and n not in label_names]
+        added = [
+            n
+            for n in out.list_arguments()
+            if n not in names and n not in params and n not in label_names
+        ]
         if added:
-            raise _fail(where, "the loss adds argument(s) %s the block has no values for; a "
-                               "loss head may only read the output and the label"
-                        % _names(added))
+            raise _fail(
+                where,
+                "the loss adds argument(s) %s the block has no values for; a "
+                "loss head may only read the output and the label" % _names(added),
+            )
     if contexts is None:
         first = params[graph_args[0]] if graph_args else None
         contexts = first.list_ctx() if first is not None else [mx.cpu()]
     if data_shapes is not None:
         _check_bind_shapes(out, data_names, label_names, data_shapes, label_shapes, where)
     fixed = [n for n in graph_args if params[n].grad_req == "null"]
-    mod = mx.mod.Module(out, data_names=data_names, label_names=label_names,
-                        context=contexts if len(contexts) > 1 else contexts[0],
-                        fixed_param_names=fixed or None)
+    mod = mx.mod.Module(
+        out,
+        data_names=data_names,
+        label_names=label_names,
+        context=contexts if len(contexts) > 1 else contexts[0],
+        fixed_param_names=fixed or None,
+    )
     if data_shapes is None:
         mod._arg_params = {n: _first(params[n], copy) for n in graph_args}
         mod._aux_params = {n: _first(params[n], copy) for n in graph_auxs}
         mod.params_initialized = True
         mod._params_dirty = False
         return mod
-    return _bind(mod, out, params, graph_args, graph_auxs, data_shapes, label_shapes,
-                 contexts, copy, loss is not None if for_training is None else for_training,
-                 label_names if loss is not None else [], where)
+    return _bind(
+        mod,
+        out,
+        params,
+        graph_args,
+        graph_auxs,
+        data_shapes,
+        label_shapes,
+        contexts,
+        copy,
+        loss is not None if for_training is None else for_training,
+        label_names if loss is not None else [],
+        where,
+    )
 
 
 def _first(param, copy):
@@ -119,23 +162,39 @@ def _first(param, copy):
     return array.copy() if copy else array
 
 
-def _bind(mod, out, params, graph_args, graph_auxs, data_shapes, label_shapes, contexts, copy,
-          for_training, loss_labels, where):
+def _bind(
+    mod,
+    out,
+    params,
+    graph_args,
+    graph_auxs,
+    data_shapes,
+    label_shapes,
+    contexts,
+    copy,
+    for_training,
+    loss_labels,
+    where,
+):
     mx = _mx()
     if loss_labels and label_shapes is None and for_training:
         # The loss op infers its label's shape from the data; bind needs it spelled out.
-        shapes = {getattr(d, "name", None) or d[0]: tuple(getattr(d, "shape", None) or d[1])
-                  for d in data_shapes}
+        shapes = {
+            getattr(d, "name", None) or d[0]: tuple(getattr(d, "shape", None) or d[1])
+            for d in data_shapes
+        }
         arg_shapes, _, _ = out.infer_shape(**shapes)
         by_name = dict(zip(out.list_arguments(), arg_shapes))
         label_shapes = [(n, by_name[n]) for n in loss_labels]
     if not copy:
         for name in graph_args + graph_auxs:
             if params[name].list_ctx() != contexts:
-                raise _fail(where, "copy=False with data_shapes moves the block's parameters "
-                                   "into the module's executors, so the module must run on "
-                                   "the parameters' contexts (%s), not %s"
-                            % (params[name].list_ctx(), contexts))
+                raise _fail(
+                    where,
+                    "copy=False with data_shapes moves the block's parameters "
+                    "into the module's executors, so the module must run on "
+                    "the parameters' contexts (%s), not %s" % (params[name].list_ctx(), contexts),
+                )
     # MXNet's bind zero-fills a CPU copy of every parameter unless the module already has
     # them, and then copies them twice (astype + copyto) per device; empty dicts skip all
     # that and the arrays are copied once, straight into the executors.
@@ -151,7 +210,7 @@ def _bind(mod, out, params, graph_args, graph_auxs, data_shapes, label_shapes, c
             param = params[name]
             targets = [d[name] for d in dicts]
             by_ctx = dict(zip(param.list_ctx(), param._data))
-            for ctx, target in zip(contexts, targets):     # executor i runs on contexts[i]
+            for ctx, target in zip(contexts, targets):  # executor i runs on contexts[i]
                 by_ctx.get(ctx, param._data[0]).copyto(target)
             store[name] = targets
     if not copy:

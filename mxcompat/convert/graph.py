@@ -3,6 +3,7 @@ compute at inference (or a loss head added for ``to_module(loss=...)``), a Gluon
 graph and the parameters it uses, and which operator reads each parameter (to match two
 graphs by structure).  Also the Symbol iteration that makes ``SymbolBlock`` cheap on 1.3/1.4.
 """
+
 import contextlib
 import functools
 import json
@@ -13,24 +14,29 @@ from .._core.scope import SharedScope
 from ._common import _fail, _mx, _names
 
 # Loss heads that need a label, and what they compute at inference (Module.predict).
-_SOFTMAX_HEADS = ("SoftmaxOutput", "Softmax")   # "Softmax" is the pre-1.0 name, still in JSON
+_SOFTMAX_HEADS = ("SoftmaxOutput", "Softmax")  # "Softmax" is the pre-1.0 name, still in JSON
 _SIGMOID_HEADS = ("LogisticRegressionOutput",)
 _IDENTITY_HEADS = ("LinearRegressionOutput", "MAERegressionOutput", "SVMOutput")
 _LOSS_HEADS = _SOFTMAX_HEADS + _SIGMOID_HEADS + _IDENTITY_HEADS
 
 # to_module(loss=...): the head added so the module can fit.
-_LOSSES = {"softmax": "SoftmaxOutput", "linear": "LinearRegressionOutput",
-           "logistic": "LogisticRegressionOutput", "mae": "MAERegressionOutput",
-           "svm": "SVMOutput"}
+_LOSSES = {
+    "softmax": "SoftmaxOutput",
+    "linear": "LinearRegressionOutput",
+    "logistic": "LogisticRegressionOutput",
+    "mae": "MAERegressionOutput",
+    "svm": "SVMOutput",
+}
 
 
 # --- loss heads ---------------------------------------------------------------------------
+
 
 def _truthy(value):
     return str(value).strip().lower() in ("true", "1")
 
 
-@functools.lru_cache(maxsize=None)   # _softmax_output_flattens.cache_clear() asks again
+@functools.lru_cache(maxsize=None)  # _softmax_output_flattens.cache_clear() asks again
 def _softmax_output_flattens():
     """Whether ``SoftmaxOutput`` (no multi_output, no preserve_shape) normalises an N-d
     input over all its axes but the first (MXNet's CPU kernel), or over the last axis only
@@ -58,12 +64,15 @@ def _head_symbol(op, attrs, data, name):
         return mx.sym.softmax(data, axis=-1, name=name)
     # SoftmaxOutput flattens all but the first axis, normalises, keeps the shape.
     flat = mx.sym.Reshape(data, shape=(0, -1), name=name + "_flat")
-    return mx.sym.reshape_like(mx.sym.softmax(flat, axis=-1, name=name + "_softmax"), data,
-                               name=name)
+    return mx.sym.reshape_like(
+        mx.sym.softmax(flat, axis=-1, name=name + "_softmax"), data, name=name
+    )
 
 
-_HEAD_RE = re.compile(r'"op":\s*"(%s)",\s*"name":\s*"([^"\\]*)"(?:,\s*"attrs?":\s*(\{[^{}]*\}))?'
-                      % "|".join(_LOSS_HEADS))
+_HEAD_RE = re.compile(
+    r'"op":\s*"(%s)",\s*"name":\s*"([^"\\]*)"(?:,\s*"attrs?":\s*(\{[^{}]*\}))?'
+    % "|".join(_LOSS_HEADS)
+)
 
 
 def _inference_symbol(symbol):
@@ -107,7 +116,7 @@ def _rewrite_graph(symbol, text):
     if not any(node["op"] in _LOSS_HEADS for node in nodes):
         return symbol
     out_nodes = []
-    target = {}   # old node index -> new node index, or a new entry (identity heads)
+    target = {}  # old node index -> new node index, or a new entry (identity heads)
 
     def entry(old):
         new = target[old[0]]
@@ -134,19 +143,32 @@ def _rewrite_graph(symbol, text):
         elif op in _SIGMOID_HEADS:
             target[i] = emit({"op": "sigmoid", "name": name, "inputs": [data]})
         elif _truthy(attrs.get("multi_output", False)):
-            target[i] = emit({"op": "softmax", "name": name, "attrs": {"axis": "1"},
-                              "inputs": [data]})
+            target[i] = emit(
+                {"op": "softmax", "name": name, "attrs": {"axis": "1"}, "inputs": [data]}
+            )
         elif _truthy(attrs.get("preserve_shape", False)) or not _softmax_output_flattens():
-            target[i] = emit({"op": "softmax", "name": name, "attrs": {"axis": "-1"},
-                              "inputs": [data]})
+            target[i] = emit(
+                {"op": "softmax", "name": name, "attrs": {"axis": "-1"}, "inputs": [data]}
+            )
         else:
             # SoftmaxOutput flattens all but the first axis, normalises, keeps the shape.
-            flat = emit({"op": "Reshape", "name": name + "_flat",
-                         "attrs": {"shape": "(0, -1)"}, "inputs": [data]})
-            soft = emit({"op": "softmax", "name": name + "_softmax", "attrs": {"axis": "-1"},
-                         "inputs": [[flat, 0, 0]]})
-            target[i] = emit({"op": "reshape_like", "name": name,
-                              "inputs": [[soft, 0, 0], data]})
+            flat = emit(
+                {
+                    "op": "Reshape",
+                    "name": name + "_flat",
+                    "attrs": {"shape": "(0, -1)"},
+                    "inputs": [data],
+                }
+            )
+            soft = emit(
+                {
+                    "op": "softmax",
+                    "name": name + "_softmax",
+                    "attrs": {"axis": "-1"},
+                    "inputs": [[flat, 0, 0]],
+                }
+            )
+            target[i] = emit({"op": "reshape_like", "name": name, "inputs": [[soft, 0, 0], data]})
     heads = [entry(h) for h in graph["heads"]]
 
     # Keep what the heads reach (the label variables of the old heads go), renumbered.
@@ -164,10 +186,11 @@ def _rewrite_graph(symbol, text):
             node["inputs"] = [[index[e[0]]] + list(e[1:]) for e in node["inputs"]]
             index[i] = len(kept)
             kept.append(node)
-    new_graph = {"nodes": kept,
-                 "arg_nodes": [index[i] for i, n in enumerate(out_nodes)
-                               if keep[i] and n["op"] == "null"],
-                 "heads": [[index[h[0]]] + list(h[1:]) for h in heads]}
+    new_graph = {
+        "nodes": kept,
+        "arg_nodes": [index[i] for i, n in enumerate(out_nodes) if keep[i] and n["op"] == "null"],
+        "heads": [[index[h[0]]] + list(h[1:]) for h in heads],
+    }
     if "attrs" in graph:
         new_graph["attrs"] = graph["attrs"]
     return mx.sym.load_json(json.dumps(new_graph))
@@ -205,16 +228,23 @@ def _add_loss(out, loss, label_name, where):
     if callable(loss):
         return loss(out, label)
     if loss not in _LOSSES:
-        raise _fail(where, "loss=%r: expected one of %s or a callable (output, label) -> "
-                           "symbol" % (loss, _names(sorted(_LOSSES))))
+        raise _fail(
+            where,
+            "loss=%r: expected one of %s or a callable (output, label) -> "
+            "symbol" % (loss, _names(sorted(_LOSSES))),
+        )
     if len(out.list_outputs()) != 1:
-        raise _fail(where, "loss=%r needs a block with one output, this one has %d"
-                    % (loss, len(out.list_outputs())))
+        raise _fail(
+            where,
+            "loss=%r needs a block with one output, this one has %d"
+            % (loss, len(out.list_outputs())),
+        )
     head = getattr(mx.sym, _LOSSES[loss])
     return head(out, label=label, name="softmax" if loss == "softmax" else loss + "_output")
 
 
 # --- Gluon blocks -------------------------------------------------------------------------
+
 
 def _block_graph(block, input_names, where):
     """(input names, output symbol) of ``block``: its cached graph if it has one, else the
@@ -227,20 +257,25 @@ def _block_graph(block, input_names, where):
         if input_names is None or list(input_names) == names:
             return names, out
         if len(input_names) != len(names):
-            raise _fail(where, "the block's graph takes %d input(s) (%s), but %d name(s) were "
-                               "given (%s)" % (len(names), _names(names), len(input_names),
-                                               _names(input_names)))
+            raise _fail(
+                where,
+                "the block's graph takes %d input(s) (%s), but %d name(s) were "
+                "given (%s)" % (len(names), _names(names), len(input_names), _names(input_names)),
+            )
         renamed = out(**{old: mx.sym.var(new) for old, new in zip(names, input_names)})
         return list(input_names), renamed
     names = list(input_names) if input_names is not None else ["data"]
     try:
         out = block(*[mx.sym.var(n) for n in names])
     except Exception as err:  # pylint: disable=broad-except
-        raise _fail(where, "could not build the graph of %s by calling it on %d symbol "
-                           "input(s) (%s): %s: %s.  Pass one name per input of the block "
-                           "(data_names, label_names), or hybridize it and run one forward "
-                           "pass first." % (type(block).__name__, len(names), _names(names),
-                                            type(err).__name__, err)) from None
+        raise _fail(
+            where,
+            "could not build the graph of %s by calling it on %d symbol "
+            "input(s) (%s): %s: %s.  Pass one name per input of the block "
+            "(data_names, label_names), or hybridize it and run one forward "
+            "pass first."
+            % (type(block).__name__, len(names), _names(names), type(err).__name__, err),
+        ) from None
     return names, _group(out)
 
 
@@ -273,6 +308,7 @@ def _group(out):
 
 # --- matching by structure ----------------------------------------------------------------
 
+
 def _consumers(symbol):
     """{variable name: (op, input slot)} of the first operator reading each variable."""
     nodes = json.loads(symbol.tojson())["nodes"]
@@ -289,6 +325,7 @@ def _consumers(symbol):
 
 # --- building a SymbolBlock ---------------------------------------------------------------
 
+
 def _install_index_iteration():
     symbol_class = _mx().sym.Symbol
     saved = symbol_class.__dict__["__iter__"]
@@ -298,6 +335,7 @@ def _install_index_iteration():
 
     def undo():
         symbol_class.__iter__ = saved
+
     return undo
 
 

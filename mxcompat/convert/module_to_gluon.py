@@ -2,10 +2,17 @@
 inference graph, or loads the module's values into a ``HybridBlock`` of the same
 architecture by structure; either holding copies of the values, or the module's own arrays.
 """
+
 from ..freeze.fixed_param_names import own_fixed_names
 from ._common import _check_contexts, _check_flag, _fail, _mx, _names
-from .graph import (_block_graph, _block_params, _consumers, _module_inference_graph,
-                    _module_inputs, _symbols_iterate_by_index)
+from .graph import (
+    _block_graph,
+    _block_params,
+    _consumers,
+    _module_inference_graph,
+    _module_inputs,
+    _symbols_iterate_by_index,
+)
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore
 
 
@@ -13,8 +20,11 @@ def _module_arrays(module, where):
     """The module's current values: ``({name: [array per device]}, {name: [...]},
     contexts of those arrays or None if unknown)``."""
     if not module.params_initialized:
-        raise _fail(where, "the module has no parameters yet: call init_params() or "
-                           "set_params(), or load one with Module.load()")
+        raise _fail(
+            where,
+            "the module has no parameters yet: call init_params() or "
+            "set_params(), or load one with Module.load()",
+        )
     if module.binded:
         group = module._exec_group
         arg_dicts = [e.arg_dict for e in group.execs]
@@ -22,8 +32,11 @@ def _module_arrays(module, where):
         args = {n: [d[n] for d in arg_dicts] for n in group.param_names}
         auxs = {n: [d[n] for d in aux_dicts] for n in group.aux_names}
         return args, auxs, list(module._context)
-    return ({n: [a] for n, a in (module._arg_params or {}).items()},
-            {n: [a] for n, a in (module._aux_params or {}).items()}, None)
+    return (
+        {n: [a] for n, a in (module._arg_params or {}).items()},
+        {n: [a] for n, a in (module._aux_params or {}).items()},
+        None,
+    )
 
 
 class _Values:
@@ -31,8 +44,8 @@ class _Values:
 
     def __init__(self, copy, source_contexts, contexts):
         self.copy = copy
-        self.source_contexts = source_contexts   # None: unknown (ask each array)
-        self.contexts = contexts                 # where copies go; None: where each source is
+        self.source_contexts = source_contexts  # None: unknown (ask each array)
+        self.contexts = contexts  # where copies go; None: where each source is
 
     def get(self, arrays):
         """(arrays, their contexts or None)."""
@@ -85,14 +98,21 @@ def to_gluon(module, block=None, copy=True, ctx=None):
     copy = _check_flag(copy, "copy", where)
     contexts = _check_contexts(ctx, "ctx", where)
     if block is not None and not isinstance(block, mx.gluon.HybridBlock):
-        raise _fail(where, "block must be a gluon HybridBlock (its graph gives the order of "
-                           "its parameters), got %s" % type(block).__name__, TypeError)
+        raise _fail(
+            where,
+            "block must be a gluon HybridBlock (its graph gives the order of "
+            "its parameters), got %s" % type(block).__name__,
+            TypeError,
+        )
     args, auxs, source_contexts = _module_arrays(module, where)
     if not copy and contexts is not None:
         have = {a.context for arrays in args.values() for a in arrays}
         if have != set(contexts):
-            raise _fail(where, "copy=False shares the module's arrays where they are (%s); "
-                               "ctx=%s would need copies" % (sorted(map(str, have)), contexts))
+            raise _fail(
+                where,
+                "copy=False shares the module's arrays where they are (%s); "
+                "ctx=%s would need copies" % (sorted(map(str, have)), contexts),
+            )
     if copy and contexts is None and source_contexts is None:
         contexts = list(module._context)
     values = _Values(copy, source_contexts, contexts if copy else None)
@@ -121,8 +141,11 @@ def _symbol_block(module, args, auxs, values, where):
         # built.  Shared arrays need no names beforehand: the block's parameters give them.
         aux_names = symbol.list_auxiliary_states()
         _check_present(arg_names, aux_names, args, auxs, where)
-        placed = {name: values.get(source[name])
-                  for names, source in ((arg_names, args), (aux_names, auxs)) for name in names}
+        placed = {
+            name: values.get(source[name])
+            for names, source in ((arg_names, args), (aux_names, auxs))
+            for name in names
+        }
     with _symbols_iterate_by_index():
         net = mx.gluon.SymbolBlock(symbol, input_vars)
     # Its own ParameterDict holds them all (collect_params would walk the block's attributes),
@@ -131,8 +154,9 @@ def _symbol_block(module, args, auxs, values, where):
     if not values.copy:
         # A name is an argument or an auxiliary state of the symbol, never both.
         _check_present([n for n in params.keys() if n not in auxs], (), args, auxs, where)
-        placed = {name: values.get(args[name] if name in args else auxs[name])
-                  for name in params.keys()}
+        placed = {
+            name: values.get(args[name] if name in args else auxs[name]) for name in params.keys()
+        }
     # The module's own fixed names: the registry's are not the Gluon net's grad_req.
     fixed = set(own_fixed_names(module) or ())
     placement = _Placement()
@@ -148,24 +172,32 @@ def _symbol_block(module, args, auxs, values, where):
 def _check_present(arg_names, aux_names, args, auxs, where):
     missing = [n for n in arg_names if n not in args] + [n for n in aux_names if n not in auxs]
     if missing:
-        raise _fail(where, "the module's symbol needs %s, which %s neither data nor "
-                           "parameters of the module (labels of a loss mxcompat cannot replace "
-                           "at inference, or parameters the module lacks)"
-                    % (_names(missing), "is" if len(missing) == 1 else "are"))
+        raise _fail(
+            where,
+            "the module's symbol needs %s, which %s neither data nor "
+            "parameters of the module (labels of a loss mxcompat cannot replace "
+            "at inference, or parameters the module lacks)"
+            % (_names(missing), "is" if len(missing) == 1 else "are"),
+        )
 
 
 def _load_into(block, module, args, auxs, values, where):
     mx = _mx()
     if not isinstance(block, mx.gluon.HybridBlock):
-        raise _fail(where, "block must be a gluon HybridBlock (its graph gives the order of "
-                           "its parameters), got %s" % type(block).__name__, TypeError)
+        raise _fail(
+            where,
+            "block must be a gluon HybridBlock (its graph gives the order of "
+            "its parameters), got %s" % type(block).__name__,
+            TypeError,
+        )
     inputs = _module_inputs(module)
     symbol, arg_names = _module_inference_graph(module, inputs, args)
     mod_args = [n for n in arg_names if n in args]
     mod_auxs = [n for n in symbol.list_auxiliary_states() if n in auxs]
     call_names = ["data"] if len(inputs) == 1 else ["data%d" % i for i in range(len(inputs))]
-    names, out = _block_graph(block, None if getattr(block, "_cached_graph", ()) else call_names,
-                              where)
+    names, out = _block_graph(
+        block, None if getattr(block, "_cached_graph", ()) else call_names, where
+    )
     net_args = [n for n in out.list_arguments() if n not in names]
     net_auxs = out.list_auxiliary_states()
     params = _block_params(block)
@@ -173,40 +205,54 @@ def _load_into(block, module, args, auxs, values, where):
 
     problems = []
     pairs = []
-    for kind, mine, theirs, arrays in (("argument", mod_args, net_args, args),
-                                       ("auxiliary", mod_auxs, net_auxs, auxs)):
+    for kind, mine, theirs, arrays in (
+        ("argument", mod_args, net_args, args),
+        ("auxiliary", mod_auxs, net_auxs, auxs),
+    ):
         if len(mine) != len(theirs):
-            problems.append("%d %s parameters in the module, %d in the block"
-                            % (len(mine), kind, len(theirs)))
+            problems.append(
+                "%d %s parameters in the module, %d in the block" % (len(mine), kind, len(theirs))
+            )
         for i in range(max(len(mine), len(theirs))):
             if i >= len(mine):
-                problems.append("block %r (%s) has no counterpart in the module"
-                                % (theirs[i], _describe(params.get(theirs[i]), net_use,
-                                                        theirs[i])))
+                problems.append(
+                    "block %r (%s) has no counterpart in the module"
+                    % (theirs[i], _describe(params.get(theirs[i]), net_use, theirs[i]))
+                )
             elif i >= len(theirs):
-                problems.append("module %r (%s) has no counterpart in the block"
-                                % (mine[i], _describe(arrays[mine[i]][0], mod_use, mine[i])))
+                problems.append(
+                    "module %r (%s) has no counterpart in the block"
+                    % (mine[i], _describe(arrays[mine[i]][0], mod_use, mine[i]))
+                )
             elif theirs[i] not in params:
                 problems.append("block input %r is not a parameter of the block" % theirs[i])
-            elif not _fits(params[theirs[i]], arrays[mine[i]][0], mod_use.get(mine[i]),
-                           net_use.get(theirs[i])):
-                problems.append("module %r (%s) vs block %r (%s)"
-                                % (mine[i], _describe(arrays[mine[i]][0], mod_use, mine[i]),
-                                   theirs[i], _describe(params[theirs[i]], net_use,
-                                                        theirs[i])))
+            elif not _fits(
+                params[theirs[i]], arrays[mine[i]][0], mod_use.get(mine[i]), net_use.get(theirs[i])
+            ):
+                problems.append(
+                    "module %r (%s) vs block %r (%s)"
+                    % (
+                        mine[i],
+                        _describe(arrays[mine[i]][0], mod_use, mine[i]),
+                        theirs[i],
+                        _describe(params[theirs[i]], net_use, theirs[i]),
+                    )
+                )
             else:
                 pairs.append((params[theirs[i]], arrays[mine[i]]))
     if problems:
-        raise _fail(where, "the module does not match the block (nothing was loaded):\n  "
-                    + "\n  ".join(problems))
+        raise _fail(
+            where,
+            "the module does not match the block (nothing was loaded):\n  " + "\n  ".join(problems),
+        )
 
     placement = _Placement()
     for param, arrays in pairs:
         if values.copy and param._data is not None:
-            param.set_data(arrays[0])      # in place, on the block's own contexts
+            param.set_data(arrays[0])  # in place, on the block's own contexts
         elif values.copy:
             targets = values.contexts
-            if param._deferred_init:       # initialize(ctx=...) said where
+            if param._deferred_init:  # initialize(ctx=...) said where
                 targets = list(param._deferred_init[1])
             new, contexts = _Values(True, values.source_contexts, targets).get(arrays)
             placement.install(param, new, contexts)
@@ -221,16 +267,21 @@ def _load_into(block, module, args, auxs, values, where):
 def _describe(value, uses, name):
     """'Convolution input 1, shape (8, 3, 3, 3), float32' for a Parameter or an NDArray."""
     import numpy as np
+
     if value is None:
         return "not a parameter"
     op = uses.get(name)
     dtype = np.dtype(value.dtype).name if value.dtype is not None else "?"
-    return "%s, shape %s, %s" % ("%s input %d" % op if op else "unused",
-                                 tuple(value.shape) if value.shape is not None else "?", dtype)
+    return "%s, shape %s, %s" % (
+        "%s input %d" % op if op else "unused",
+        tuple(value.shape) if value.shape is not None else "?",
+        dtype,
+    )
 
 
 def _fits(param, array, mine, theirs):
     import numpy as np
+
     if mine != theirs:
         return False
     shape = param.shape

@@ -4,6 +4,7 @@ Gluon has no public way to make existing NDArrays a Parameter's data (``set_data
 ``initialize`` allocates), so both directions go through ``Parameter._init_impl`` (the same in
 MXNet 1.3.1 ... 1.9.1) with arrays already where they belong.
 """
+
 from .._core import facts as _compat
 from . import array_facts
 from ._common import _mx
@@ -33,8 +34,7 @@ class _Placement:
         self._marks = []
         # From 1.5 Parameter.dtype is a property whose setter casts the data; before, a plain
         # attribute.  Either way only the record is wanted here: the arrays already have it.
-        self._dtype_field = ("_dtype" if _compat.since(_compat.PARAMETER_DTYPE_PROPERTY)
-                             else "dtype")
+        self._dtype_field = "_dtype" if _compat.since(_compat.PARAMETER_DTYPE_PROPERTY) else "dtype"
 
     def install(self, param, arrays, contexts=None, grads=None):
         """Make ``arrays`` (one per context) the data of ``param`` through Gluon's own
@@ -49,23 +49,26 @@ class _Placement:
         req = param.grad_req
         # Gluon's own gradients (zeros) where they are needed: 'add' accumulates into them,
         # and a sparse gradient needs its stype.  Else mxcompat's (reused, or unfilled).
-        own_grads = req != "null" and (grads is not None or (
-            req == "write" and getattr(param, "_grad_stype", "default") == "default"))
+        own_grads = req != "null" and (
+            grads is not None
+            or (req == "write" and getattr(param, "_grad_stype", "default") == "default")
+        )
         # _init_impl ends with _init_grad, which for grad_req 'null' only clears the
         # gradients: with mxcompat's own to come, the private field says 'null' for the call
         # (the grad_req property's setter would detach the data or allocate).
         if own_grads:
             param._grad_req = "null"
         try:
-            param._init_impl(_Placed(arrays), contexts)   # it makes its own list of them
+            param._init_impl(_Placed(arrays), contexts)  # it makes its own list of them
         finally:
             if own_grads:
                 param._grad_req = req
         param._deferred_init = ()
         if not own_grads:
             return
-        param._grad = ([facts.unallocated(shape, dtype, c) for c in contexts] if grads is None
-                       else list(grads))
+        param._grad = (
+            [facts.unallocated(shape, dtype, c) for c in contexts] if grads is None else list(grads)
+        )
         self._marks.append((param._data, param._grad, req))
 
     def finish(self):
@@ -78,7 +81,7 @@ class _Placement:
             gradients.extend(grads)
             reqs.extend([req] * len(arrays))
         self._marks = []
-        if len(set(reqs)) == 1:     # one name for all: MXNet maps it once, not per array
+        if len(set(reqs)) == 1:  # one name for all: MXNet maps it once, not per array
             reqs = reqs[0]
         _mx().autograd.mark_variables(variables, gradients, reqs)
 
@@ -86,8 +89,11 @@ class _Placement:
 def _reset_trainer_kvstore(param):
     # Parameter.set_data does the same: a kvstore that updates holds its own copy.
     trainer = getattr(param, "_trainer", None)
-    if trainer is not None and getattr(trainer, "_kv_initialized", False) \
-            and getattr(trainer, "_update_on_kvstore", False):
+    if (
+        trainer is not None
+        and getattr(trainer, "_kv_initialized", False)
+        and getattr(trainer, "_update_on_kvstore", False)
+    ):
         trainer._reset_kvstore()
 
 

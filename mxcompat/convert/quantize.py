@@ -12,8 +12,14 @@ interpreter at bind, so ``quantize`` refuses them up front with the reason.
 
 from .._core import facts as _compat
 from . import to_module
-from ._common import (_check_bind_shapes, _check_contexts, _check_descs, _check_names_list,
-                      _fail, _names)
+from ._common import (
+    _check_bind_shapes,
+    _check_contexts,
+    _check_descs,
+    _check_names_list,
+    _fail,
+    _names,
+)
 from .graph import _inference_symbol
 
 
@@ -27,6 +33,7 @@ def _function_name(ctx):
 
 def _accepted_options(qz, ctx):
     import inspect
+
     function = getattr(qz, _function_name(ctx), None) or qz.quantize_model
     return set(inspect.signature(function).parameters)
 
@@ -37,25 +44,43 @@ def _calib_iter(mx, calib_data, data_names):
     # An array (or a list, one per input): batches of at most 32 examples.
     arrays = list(calib_data) if isinstance(calib_data, (list, tuple)) else [calib_data]
     import numpy as np
+
     if not arrays or not all(isinstance(a, (mx.nd.NDArray, np.ndarray)) for a in arrays):
-        raise _fail("quantize", "calib_data is a DataIter, an NDArray (or NumPy array) or a "
-                                "list of them, one per input, not %r" % (calib_data,),
-                    TypeError)
+        raise _fail(
+            "quantize",
+            "calib_data is a DataIter, an NDArray (or NumPy array) or a "
+            "list of them, one per input, not %r" % (calib_data,),
+            TypeError,
+        )
     if len(arrays) != len(data_names):
-        raise _fail("quantize", "calib_data has %d array(s), the model has %d input(s): %s"
-                    % (len(arrays), len(data_names), _names(data_names)))
-    if not all(a.ndim and a.shape[0] for a in arrays) or len(
-            set(a.shape[0] for a in arrays)) != 1:
-        raise _fail("quantize", "calib_data's arrays need the same number (> 0) of examples "
-                                "along their first axis, not shapes %s"
-                    % ", ".join(str(tuple(a.shape)) for a in arrays))
+        raise _fail(
+            "quantize",
+            "calib_data has %d array(s), the model has %d input(s): %s"
+            % (len(arrays), len(data_names), _names(data_names)),
+        )
+    if not all(a.ndim and a.shape[0] for a in arrays) or len(set(a.shape[0] for a in arrays)) != 1:
+        raise _fail(
+            "quantize",
+            "calib_data's arrays need the same number (> 0) of examples "
+            "along their first axis, not shapes %s"
+            % ", ".join(str(tuple(a.shape)) for a in arrays),
+        )
     batch = min(32, arrays[0].shape[0])
     return mx.io.NDArrayIter(dict(zip(data_names, arrays)), batch_size=batch)
 
 
-def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8",
-             num_calib_examples=None, excluded_sym_names=None, ctx=None, data_names=None,
-             data_shapes=None, **kwargs):
+def quantize(
+    model,
+    calib_data=None,
+    calib_mode="naive",
+    quantized_dtype="uint8",
+    num_calib_examples=None,
+    excluded_sym_names=None,
+    ctx=None,
+    data_names=None,
+    data_shapes=None,
+    **kwargs,
+):
     """Quantize ``model`` and return a ``Module`` of the quantized graph.
 
     ``model``: a ``Module`` with parameters, a ``HybridBlock`` (converted with
@@ -72,6 +97,7 @@ def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8"
     this raises ``RuntimeError``: MXNet's quantized CPU operators cannot run there.
     """
     import mxnet as mx
+
     qz = mx.contrib.quantization
     where = "quantize"
     # Every argument checked before the model is converted or MXNet is called: MXNet's own
@@ -82,19 +108,25 @@ def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8"
         raise _fail(where, "ctx is one mx.Context, not %r" % (ctx,), TypeError)
     ctx = contexts[0] if contexts else mx.cpu()
     if calib_mode not in _CALIB_MODES:
-        raise _fail(where, "calib_mode=%r: expected one of %s" % (calib_mode,
-                                                                 _names(_CALIB_MODES)))
+        raise _fail(where, "calib_mode=%r: expected one of %s" % (calib_mode, _names(_CALIB_MODES)))
     if quantized_dtype not in _DTYPES:
-        raise _fail(where, "quantized_dtype=%r: expected one of %s" % (quantized_dtype,
-                                                                      _names(_DTYPES)))
+        raise _fail(
+            where, "quantized_dtype=%r: expected one of %s" % (quantized_dtype, _names(_DTYPES))
+        )
     if calib_mode != "none" and calib_data is None:
-        raise _fail(where, "calib_mode=%r needs calib_data (a DataIter, an array or a list "
-                           "of arrays), or calib_mode='none'" % calib_mode)
-    if num_calib_examples is not None and (isinstance(num_calib_examples, bool) or not
-                                           isinstance(num_calib_examples, int)
-                                           or num_calib_examples <= 0):
-        raise _fail(where, "num_calib_examples is a positive int, not %r"
-                    % (num_calib_examples,), TypeError)
+        raise _fail(
+            where,
+            "calib_mode=%r needs calib_data (a DataIter, an array or a list "
+            "of arrays), or calib_mode='none'" % calib_mode,
+        )
+    if num_calib_examples is not None and (
+        isinstance(num_calib_examples, bool)
+        or not isinstance(num_calib_examples, int)
+        or num_calib_examples <= 0
+    ):
+        raise _fail(
+            where, "num_calib_examples is a positive int, not %r" % (num_calib_examples,), TypeError
+        )
     if excluded_sym_names is not None:
         excluded_sym_names = _check_names_list(excluded_sym_names, "excluded_sym_names", where)
     data_names = _check_names_list(data_names, "data_names", where)
@@ -102,8 +134,12 @@ def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8"
         data_shapes = _check_descs(data_shapes, "data_shapes", where)
     unknown = sorted(set(kwargs) - _accepted_options(qz, ctx))
     if unknown:
-        raise _fail(where, "unknown keyword argument(s) %s for MXNet %s's %s"
-                    % (_names(unknown), mx.__version__, _function_name(ctx)), TypeError)
+        raise _fail(
+            where,
+            "unknown keyword argument(s) %s for MXNet %s's %s"
+            % (_names(unknown), mx.__version__, _function_name(ctx)),
+            TypeError,
+        )
     if isinstance(model, mx.gluon.HybridBlock):
         model = to_module(model, data_names=data_names, copy=False)
     if isinstance(model, mx.mod.Module):
@@ -119,18 +155,25 @@ def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8"
         try:
             symbol, arg_params, aux_params = model
         except (TypeError, ValueError):
-            raise TypeError("mxcompat.quantize: expected a Module, a HybridBlock or a "
-                            "(symbol, arg_params, aux_params) tuple, got %s"
-                            % type(model).__name__) from None
-        if not (isinstance(symbol, mx.sym.Symbol) and isinstance(arg_params, dict)
-                and isinstance(aux_params, dict)):
-            raise TypeError("mxcompat.quantize: a (symbol, arg_params, aux_params) tuple holds "
-                            "a Symbol and two dicts, not (%s)" % ", ".join(
-                                type(p).__name__ for p in model))
+            raise TypeError(
+                "mxcompat.quantize: expected a Module, a HybridBlock or a "
+                "(symbol, arg_params, aux_params) tuple, got %s" % type(model).__name__
+            ) from None
+        if not (
+            isinstance(symbol, mx.sym.Symbol)
+            and isinstance(arg_params, dict)
+            and isinstance(aux_params, dict)
+        ):
+            raise TypeError(
+                "mxcompat.quantize: a (symbol, arg_params, aux_params) tuple holds "
+                "a Symbol and two dicts, not (%s)" % ", ".join(type(p).__name__ for p in model)
+            )
         data_names = list(data_names or ["data"])
     if quantized_dtype == "auto" and not _compat.since(_compat.QUANTIZE_AUTO_DTYPE):
-        raise ValueError("mxcompat.quantize: quantized_dtype='auto' needs MXNet 1.5 or later "
-                         "(this is %s); use 'int8' or 'uint8'" % mx.__version__)
+        raise ValueError(
+            "mxcompat.quantize: quantized_dtype='auto' needs MXNet 1.5 or later "
+            "(this is %s); use 'int8' or 'uint8'" % mx.__version__
+        )
     symbol = _inference_symbol(symbol)
     names = set(symbol.list_arguments())
     arg_params = {k: v for k, v in arg_params.items() if k in names}
@@ -149,14 +192,21 @@ def quantize(model, calib_data=None, calib_mode="naive", quantized_dtype="uint8"
                 "mxcompat.quantize: MXNet %s runs quantized graphs on CPU only in a build with "
                 "MKLDNN (oneDNN) and quantize_model_mkldnn (the pip wheels from 1.7); this build "
                 "has none, and its quantized CPU operators fail or crash the process. Quantize "
-                "for a GPU context (ctx=mx.gpu()) or use an MKLDNN build." % mx.__version__)
+                "for a GPU context (ctx=mx.gpu()) or use an MKLDNN build." % mx.__version__
+            )
         function = qz.quantize_model_mkldnn
     else:
         function = qz.quantize_model
-    options = dict(data_names=tuple(data_names), label_names=(), ctx=ctx,
-                   excluded_sym_names=excluded_sym_names, calib_mode=calib_mode,
-                   calib_data=calib_data,
-                   num_calib_examples=num_calib_examples, quantized_dtype=quantized_dtype)
+    options = dict(
+        data_names=tuple(data_names),
+        label_names=(),
+        ctx=ctx,
+        excluded_sym_names=excluded_sym_names,
+        calib_mode=calib_mode,
+        calib_data=calib_data,
+        num_calib_examples=num_calib_examples,
+        quantized_dtype=quantized_dtype,
+    )
     options.update(kwargs)
     qsym, qargs, qauxs = function(symbol, arg_params, aux_params, **options)
 

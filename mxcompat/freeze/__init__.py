@@ -25,20 +25,26 @@ by the patch ``frozen_statistics``, and ``Module._fixed_param_names`` lists the 
 names through the patch ``fixed_param_names``.
 """
 
-
 from .._core import settings
 from .._core.log import warn
 from .._core.registry import Patch, Target, register
-from .module import (wrap_container_update, wrap_module_bind, wrap_module_update,
-                     wrap_update_fn)
+from .module import wrap_container_update, wrap_module_bind, wrap_module_update, wrap_update_fn
 from .registry import freeze, frozen, frozen_patterns, is_frozen, unfreeze
 from .report import FrozenReport, frozen_report
 from .trainer import wrap_trainer
 
-__all__ = ["freeze", "unfreeze", "frozen", "is_frozen", "frozen_patterns", "frozen_report",
-           "FrozenReport"]
+__all__ = [
+    "freeze",
+    "unfreeze",
+    "frozen",
+    "is_frozen",
+    "frozen_patterns",
+    "frozen_report",
+    "FrozenReport",
+]
 
 # --- the environment ----------------------------------------------------------------------------
+
 
 def _freeze_from_env():
     # Comma-separated names and globs; importing mxcompat must not fail on a bad one.  One
@@ -50,8 +56,14 @@ def _freeze_from_env():
         except (TypeError, ValueError) as exc:
             errors.append(str(exc))
     if errors:
-        warn("%s: %s; %s ignored" % (settings.FREEZE, "; ".join(errors), "that pattern is"
-                                     if len(errors) == 1 else "those patterns are"))
+        warn(
+            "%s: %s; %s ignored"
+            % (
+                settings.FREEZE,
+                "; ".join(errors),
+                "that pattern is" if len(errors) == 1 else "those patterns are",
+            )
+        )
 
 
 _freeze_from_env()
@@ -60,25 +72,28 @@ _freeze_from_env()
 # --- the patch --------------------------------------------------------------------------------
 
 PATCH = "freeze"
-register(Patch(
-    PATCH,
-    "The mxcompat.freeze registry: frozen parameters are never updated, on every path.",
-    targets=[
-        Target("mxnet.model", "_update_params", wrap_update_fn),
-        Target("mxnet.model", "_update_params_on_kvstore", wrap_update_fn),
-        Target("mxnet.model", "_update_params_on_kvstore_nccl", wrap_update_fn,
-               optional=True),
-        # mxnet/module/module.py imports its own references to these (`from ..model import`,
-        # in every release), so wrapping mxnet.model's alone leaves Module.update unfrozen.
-        Target("mxnet.module.module", "_update_params", wrap_update_fn),
-        Target("mxnet.module.module", "_update_params_on_kvstore", wrap_update_fn),
-        Target("mxnet.module.module", "Module.bind", wrap_module_bind),
-        Target("mxnet.module.module", "Module.update", wrap_module_update),
-        Target("mxnet.module.bucketing_module", "BucketingModule.update",
-               wrap_container_update),
-        Target("mxnet.module.sequential_module", "SequentialModule.update",
-               wrap_container_update),
-        Target("mxnet.gluon.trainer", "Trainer._allreduce_grads", wrap_trainer(False)),
-        Target("mxnet.gluon.trainer", "Trainer._update", wrap_trainer(True)),
-    ],
-))
+register(
+    Patch(
+        PATCH,
+        "The mxcompat.freeze registry: frozen parameters are never updated, on every path.",
+        targets=[
+            Target("mxnet.model", "_update_params", wrap_update_fn),
+            Target("mxnet.model", "_update_params_on_kvstore", wrap_update_fn),
+            Target("mxnet.model", "_update_params_on_kvstore_nccl", wrap_update_fn, optional=True),
+            # mxnet/module/module.py imports its own references to these (`from ..model import`,
+            # in every release), so wrapping mxnet.model's alone leaves Module.update unfrozen.
+            Target("mxnet.module.module", "_update_params", wrap_update_fn),
+            Target("mxnet.module.module", "_update_params_on_kvstore", wrap_update_fn),
+            Target("mxnet.module.module", "Module.bind", wrap_module_bind),
+            Target("mxnet.module.module", "Module.update", wrap_module_update),
+            Target(
+                "mxnet.module.bucketing_module", "BucketingModule.update", wrap_container_update
+            ),
+            Target(
+                "mxnet.module.sequential_module", "SequentialModule.update", wrap_container_update
+            ),
+            Target("mxnet.gluon.trainer", "Trainer._allreduce_grads", wrap_trainer(False)),
+            Target("mxnet.gluon.trainer", "Trainer._update", wrap_trainer(True)),
+        ],
+    )
+)

@@ -15,6 +15,7 @@ names only, because the ``freeze`` patch decides what the registry adds to a bin
 bucket module must not turn today's registry into its own fixed names).  Patch name
 ``fixed_param_names``.
 """
+
 import threading
 
 from . import registry
@@ -23,11 +24,13 @@ from .._core import registry as _patching
 from .._core.registry import Patch, Target, register
 
 PATCH = "fixed_param_names"
-DOC = ("module._fixed_param_names lists the module's fixed names and the parameters the "
-       "mxcompat.freeze registry matches (Module, BucketingModule).")
+DOC = (
+    "module._fixed_param_names lists the module's fixed names and the parameters the "
+    "mxcompat.freeze registry matches (Module, BucketingModule)."
+)
 
 _ATTR = "_fixed_param_names"
-_local = threading.local()        # .depth: inside MXNet's own bind/switch_bucket
+_local = threading.local()  # .depth: inside MXNet's own bind/switch_bucket
 
 
 class FixedNames(list):
@@ -66,8 +69,10 @@ class FixedNames(list):
 
     def remove(self, name):
         if name in self and name not in self.own:
-            raise ValueError("mxcompat: %r is frozen by the mxcompat.freeze registry, not "
-                             "fixed by this module: mxcompat.unfreeze(...) thaws it" % (name,))
+            raise ValueError(
+                "mxcompat: %r is frozen by the mxcompat.freeze registry, not "
+                "fixed by this module: mxcompat.unfreeze(...) thaws it" % (name,)
+            )
         list.remove(self, name)
         self.own.remove(name)
 
@@ -80,8 +85,12 @@ class _FixedNamesAttribute:
         if instance is None:
             return self
         own = instance.__dict__.get(_ATTR)
-        if (own is None or getattr(_local, "depth", 0) or not registry.state.patterns
-                or not _patching.is_active("freeze")):
+        if (
+            own is None
+            or getattr(_local, "depth", 0)
+            or not registry.state.patterns
+            or not _patching.is_active("freeze")
+        ):
             return own
         names = module_param_names(instance)
         found = registry.matches(tuple(names))
@@ -114,15 +123,22 @@ def _mxnet_internal(wrapped, instance, args, kwargs):
         _local.depth -= 1
 
 
-register(Patch(
-    PATCH, DOC,
-    targets=[
-        Target("mxnet.module.module", "Module." + _ATTR, new=_FixedNamesAttribute()),
-        Target("mxnet.module.bucketing_module", "BucketingModule." + _ATTR,
-               new=_FixedNamesAttribute()),
-        Target("mxnet.module.module", "Module.bind", _mxnet_internal),
-        Target("mxnet.module.bucketing_module", "BucketingModule.bind", _mxnet_internal),
-        Target("mxnet.module.bucketing_module", "BucketingModule.switch_bucket",
-               _mxnet_internal),
-    ],
-))
+register(
+    Patch(
+        PATCH,
+        DOC,
+        targets=[
+            Target("mxnet.module.module", "Module." + _ATTR, new=_FixedNamesAttribute()),
+            Target(
+                "mxnet.module.bucketing_module",
+                "BucketingModule." + _ATTR,
+                new=_FixedNamesAttribute(),
+            ),
+            Target("mxnet.module.module", "Module.bind", _mxnet_internal),
+            Target("mxnet.module.bucketing_module", "BucketingModule.bind", _mxnet_internal),
+            Target(
+                "mxnet.module.bucketing_module", "BucketingModule.switch_bucket", _mxnet_internal
+            ),
+        ],
+    )
+)

@@ -31,6 +31,7 @@ weakly), so one built while this patch was off is not held.  A statistic whose d
 initialisation has not happened yet (before the first forward) has nothing to hold.
 Patch name ``frozen_statistics``.
 """
+
 import functools
 import threading
 import weakref
@@ -39,8 +40,10 @@ from . import registry
 from .._core.registry import Patch, Target, register
 
 PATCH = "frozen_statistics"
-DOC = ("BatchNorm running statistics matched by mxcompat.freeze stay bit for bit through "
-       "training backwards (Module aux states, Gluon running_mean/running_var).")
+DOC = (
+    "BatchNorm running statistics matched by mxcompat.freeze stay bit for bit through "
+    "training backwards (Module aux states, Gluon running_mean/running_var)."
+)
 
 
 class _State:
@@ -49,7 +52,7 @@ class _State:
     def __init__(self):
         self.lock = threading.Lock()
         self.params = weakref.WeakSet()  # every statistic Parameter built while the patch is on
-        self.symbol_blocks = weakref.WeakSet()   # every SymbolBlock built so
+        self.symbol_blocks = weakref.WeakSet()  # every SymbolBlock built so
         self.reset()
 
     def reset(self):
@@ -58,8 +61,8 @@ class _State:
         # ((registry version, generation), weak refs to the frozen Gluon statistics then),
         # one tuple so a reader never pairs a key with another key's statistics.
         self.gluon = (None, ())
-        self.executors = weakref.WeakKeyDictionary()   # Executor -> (version, [aux arrays])
-        self.settled = None       # the version at which the engine was last drained (_hold)
+        self.executors = weakref.WeakKeyDictionary()  # Executor -> (version, [aux arrays])
+        self.settled = None  # the version at which the engine was last drained (_hold)
 
 
 _state = _State()
@@ -70,11 +73,13 @@ def _tracking_parameters(original):
     plain function naming the original in ``__wrapped__``: Gluon builds one Parameter per
     weight and statistic (a ResNet-50: 320), and a wrapt wrapper plus a weak reference to each
     made building a ResNet-50 SymbolBlock 7-9% slower (measured on MXNet 1.9.1)."""
+
     @functools.wraps(original)
     def __init__(self, *args, **kwargs):
         original(self, *args, **kwargs)
         if not self._differentiable:
             _track(_state.params, self)
+
     return __init__
 
 
@@ -95,6 +100,7 @@ def symbol_block_statistics(blocks=()):
     """The auxiliary-state Parameters of ``blocks`` (and of the SymbolBlocks inside them)
     and of every live SymbolBlock built while this patch was on."""
     import mxnet as mx
+
     with _state.lock:
         found = list(_state.symbol_blocks)
     for block in blocks:
@@ -104,8 +110,9 @@ def symbol_block_statistics(blocks=()):
         graph = getattr(block, "_cached_graph", ())
         if graph:
             params = dict(block.params.items())
-            statistics.update((id(params[n]), params[n])
-                              for n in graph[1].list_auxiliary_states() if n in params)
+            statistics.update(
+                (id(params[n]), params[n]) for n in graph[1].list_auxiliary_states() if n in params
+            )
     return list(statistics.values())
 
 
@@ -120,8 +127,7 @@ def _frozen_gluon_statistics(version):
     params.extend(p for p in symbol_block_statistics() if id(p) not in known)
     found = registry.matches(tuple(p.name for p in params))
     # Weak: the cache must not keep a deleted net's parameters (and their arrays) alive.
-    held = () if found is None else tuple(weakref.ref(p) for p, m in zip(params, found[0])
-                                          if m)
+    held = () if found is None else tuple(weakref.ref(p) for p, m in zip(params, found[0]) if m)
     _state.gluon = (key, held)
     return held
 
@@ -143,6 +149,7 @@ def _hold(arrays, version, run):
     if not arrays:
         return run()
     import mxnet as mx
+
     if _state.settled != version:
         # The first backward after a registry change: a backward of the step before (when
         # these were not frozen yet) may still be writing them unseen by the engine.
@@ -174,19 +181,22 @@ def _wrap_autograd_backward(wrapped, instance, args, kwargs):
     for ref in _frozen_gluon_statistics(version):
         p = ref()
         data = p._data if p is not None else None
-        if data is not None:          # None: deferred initialisation not done yet
+        if data is not None:  # None: deferred initialisation not done yet
             arrays.extend(data)
     return _hold(arrays, version, lambda: wrapped(*args, **kwargs))
 
 
-register(Patch(
-    PATCH, DOC,
-    targets=[
-        Target("mxnet.executor", "Executor.backward", _wrap_executor_backward),
-        Target("mxnet.gluon.parameter", "Parameter.__init__", proxy=_tracking_parameters),
-        Target("mxnet.gluon.block", "SymbolBlock.__init__", _track_symbol_block),
-        Target("mxnet.ndarray.ndarray", "NDArray.backward", _wrap_autograd_backward),
-        Target("mxnet.autograd", "backward", _wrap_autograd_backward),
-        Target("mxnet.autograd", "grad", _wrap_autograd_backward),
-    ],
-))
+register(
+    Patch(
+        PATCH,
+        DOC,
+        targets=[
+            Target("mxnet.executor", "Executor.backward", _wrap_executor_backward),
+            Target("mxnet.gluon.parameter", "Parameter.__init__", proxy=_tracking_parameters),
+            Target("mxnet.gluon.block", "SymbolBlock.__init__", _track_symbol_block),
+            Target("mxnet.ndarray.ndarray", "NDArray.backward", _wrap_autograd_backward),
+            Target("mxnet.autograd", "backward", _wrap_autograd_backward),
+            Target("mxnet.autograd", "grad", _wrap_autograd_backward),
+        ],
+    )
+)

@@ -2,6 +2,7 @@
 names (no gradient buffer); at update, ``model._update_params`` and
 ``_update_params_on_kvstore`` see a frozen entry's gradients as ``None`` (MXNet's own skip).
 See the package docstring for the rules."""
+
 import functools
 import inspect
 import threading
@@ -14,7 +15,7 @@ from . import registry
 
 # --- update time: MXNet's own "fixed parameter" skip ----------------------------------------
 
-_local = threading.local()   # .depth: nesting of container updates
+_local = threading.local()  # .depth: nesting of container updates
 
 
 def _masked_grads(names, grads):
@@ -58,8 +59,12 @@ def wrap_update_fn(wrapped, instance, args, kwargs):
     names = args[names_at] if len(args) > names_at else kwargs.get("param_names")
     state = getattr(_local, "state", None)
     clean = state.clean if state is not None else None
-    if (clean is not None and clean[0] == registry.state.version and clean[1] is grads
-            and clean[2] is names):
+    if (
+        clean is not None
+        and clean[0] == registry.state.version
+        and clean[1] is grads
+        and clean[2] is names
+    ):
         # This module's last update found nothing to mask for the same lists and registry
         # (identity, never ==: these are lists of NDArrays).
         return wrapped(*args, **kwargs)
@@ -69,7 +74,7 @@ def wrap_update_fn(wrapped, instance, args, kwargs):
             state.clean = (registry.state.version, grads, names)
         return wrapped(*args, **kwargs)
     if len(args) > grads_at:
-        args = args[:grads_at] + (masked,) + args[grads_at + 1:]
+        args = args[:grads_at] + (masked,) + args[grads_at + 1 :]
     else:
         kwargs = dict(kwargs, grad_arrays=masked)
     return wrapped(*args, **kwargs)
@@ -77,13 +82,14 @@ def wrap_update_fn(wrapped, instance, args, kwargs):
 
 # --- Module: bind and update ------------------------------------------------------------------
 
+
 class _BindState:
     __slots__ = ("frozen_at_bind", "warned", "checked", "clean")
 
     def __init__(self, frozen_at_bind):
-        self.frozen_at_bind = frozen_at_bind   # registry names bound with grad_req 'null'
+        self.frozen_at_bind = frozen_at_bind  # registry names bound with grad_req 'null'
         self.warned = set()
-        self.checked = None                    # registry version last checked for thaws
+        self.checked = None  # registry version last checked for thaws
         # (registry version, grad list, name list) of the last update that had nothing to
         # mask (every frozen parameter bound without a gradient): the next one with the same
         # objects skips the scan.  The lists are the executor group's, which this state
@@ -98,14 +104,15 @@ _bind_lock = threading.Lock()
 def wrap_module_bind(wrapped, instance, args, kwargs):
     bound = bind_arguments(wrapped, args, kwargs)
     if instance.binded and not bound.arguments.get("force_rebind", False):
-        return wrapped(*args, **kwargs)     # MXNet ignores the call (and says so)
+        return wrapped(*args, **kwargs)  # MXNet ignores the call (and says so)
     user_fixed = list(instance._fixed_param_names or [])
     frozen_now = []
     if bound.arguments.get("for_training", True):
         found = registry.matches(tuple(instance._param_names))
         if found is not None:
-            frozen_now = [n for n, f in zip(instance._param_names, found[0])
-                          if f and n not in user_fixed]
+            frozen_now = [
+                n for n, f in zip(instance._param_names, found[0]) if f and n not in user_fixed
+            ]
     with _bind_lock:
         _bind_states.pop(instance, None)
     if not frozen_now:
@@ -113,8 +120,12 @@ def wrap_module_bind(wrapped, instance, args, kwargs):
     # Frozen names whose 'null' would stop a bias gradient stay off 'null' (the update skip
     # holds them).  The user's own fixed names are left to MXNet, or to the onednn_fc_bias
     # patch stacked below, which is told which names are the registry's.
-    keep = null_would_stop_bias(instance._symbol, user_fixed + frozen_now, instance._context,
-                                bound.arguments.get("grad_req", "write"))
+    keep = null_would_stop_bias(
+        instance._symbol,
+        user_fixed + frozen_now,
+        instance._context,
+        bound.arguments.get("grad_req", "write"),
+    )
     added = [n for n in frozen_now if n not in keep]
     instance._fixed_param_names = user_fixed + added
     try:
@@ -147,26 +158,29 @@ def _warn_thawed(state):
     if state.checked == version:
         return
     state.checked = version
-    thawed = sorted(n for n in state.frozen_at_bind
-                    if n not in state.warned and not registry.is_frozen(n))
+    thawed = sorted(
+        n for n in state.frozen_at_bind if n not in state.warned and not registry.is_frozen(n)
+    )
     if not thawed:
         return
     state.warned.update(thawed)
-    warn("parameter(s) %s were frozen when this Module was bound, so MXNet allocated no "
-         "gradient for them and they stay fixed although they are unfrozen now. To train them, "
-         "rebind (weights and optimizer states are kept): mod.get_params(); "
-         "mod.bind(data_shapes=mod.data_shapes, label_shapes=mod.label_shapes, "
-         "force_rebind=True)" % ", ".join(map(repr, thawed)))
+    warn(
+        "parameter(s) %s were frozen when this Module was bound, so MXNet allocated no "
+        "gradient for them and they stay fixed although they are unfrozen now. To train them, "
+        "rebind (weights and optimizer states are kept): mod.get_params(); "
+        "mod.bind(data_shapes=mod.data_shapes, label_shapes=mod.label_shapes, "
+        "force_rebind=True)" % ", ".join(map(repr, thawed))
+    )
 
 
 def module_param_names(module):
-    if hasattr(module, "_modules") and isinstance(module._modules, list):     # Sequential
+    if hasattr(module, "_modules") and isinstance(module._modules, list):  # Sequential
         names = []
         for sub in module._modules:
             names.extend(n for n in module_param_names(sub) if n not in names)
         return names
     buckets = getattr(module, "_buckets", None)
-    if isinstance(buckets, dict):                                            # Bucketing
+    if isinstance(buckets, dict):  # Bucketing
         names = []
         for sub in buckets.values():
             names.extend(n for n in module_param_names(sub) if n not in names)
@@ -174,7 +188,7 @@ def module_param_names(module):
     return list(getattr(module, "_param_names", None) or [])
 
 
-_checked = weakref.WeakKeyDictionary()   # Module -> registry version its patterns were checked
+_checked = weakref.WeakKeyDictionary()  # Module -> registry version its patterns were checked
 
 
 def _check_module_patterns(module, once_per_version=False):

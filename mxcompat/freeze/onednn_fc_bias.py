@@ -28,6 +28,7 @@ active keeps the hold after ``unpatch`` until it is reshaped: rebind it
 ``mxcompat.freeze`` uses the same rule (``null_would_stop_bias``) for the names it freezes,
 whether or not this patch is active: the registry only ever fixes what was frozen.
 """
+
 import contextlib
 import json
 import threading
@@ -40,8 +41,10 @@ from .._core.util import bind_arguments
 
 PATCH = "onednn_fc_bias"
 # Not __doc__: it is None under python -OO.
-DOC = ("fixed_param_names keeps an FC weight fixed without stopping its bias (oneDNN builds, "
-       "MXNet >= 1.7, CPU contexts).")
+DOC = (
+    "fixed_param_names keeps an FC weight fixed without stopping its bias (oneDNN builds, "
+    "MXNet >= 1.7, CPU contexts)."
+)
 
 
 def affected_build():
@@ -65,8 +68,11 @@ def _fc_inputs(symbol):
         node = nodes[entry[0]]
         return node["name"] if node.get("op") == "null" else None
 
-    return [(variable(node["inputs"][1]), variable(node["inputs"][2])) for node in nodes
-            if node.get("op") == "FullyConnected" and len(node.get("inputs") or ()) >= 3]
+    return [
+        (variable(node["inputs"][1]), variable(node["inputs"][2]))
+        for node in nodes
+        if node.get("op") == "FullyConnected" and len(node.get("inputs") or ()) >= 3
+    ]
 
 
 def null_would_stop_bias(symbol, fixed, contexts, grad_req="write"):
@@ -76,8 +82,13 @@ def null_would_stop_bias(symbol, fixed, contexts, grad_req="write"):
 
     A bias with a gradient trains, or will once mxcompat.unfreeze'd: it counts whoever holds
     it fixed now."""
-    if (not fixed or isinstance(grad_req, (list, tuple)) or grad_req == "null"
-            or not runs_onednn_on(contexts) or not affected_build()):
+    if (
+        not fixed
+        or isinstance(grad_req, (list, tuple))
+        or grad_req == "null"
+        or not runs_onednn_on(contexts)
+        or not affected_build()
+    ):
         # A grad_req list ignores fixed names, and with 'null' everywhere nothing trains.
         return frozenset()
     # MXNet's rule: a fixed name gets 'null' unless the user's dict names it; any other
@@ -88,16 +99,17 @@ def null_would_stop_bias(symbol, fixed, contexts, grad_req="write"):
 
     def has_gradient(bias):
         if bias is None:
-            return True   # computed: its gradient flows on to what it was computed from
+            return True  # computed: its gradient flows on to what it was computed from
         return explicit.get(bias, "null" if bias in nulled else default) != "null"
 
-    return frozenset(weight for weight, bias in _fc_inputs(symbol)
-                     if weight in nulled and has_gradient(bias))
+    return frozenset(
+        weight for weight, bias in _fc_inputs(symbol) if weight in nulled and has_gradient(bias)
+    )
 
 
 # --- the patch ---------------------------------------------------------------------------
 
-_local = threading.local()   # .added: freeze's names in fixed_param_names, for one bind
+_local = threading.local()  # .added: freeze's names in fixed_param_names, for one bind
 
 
 @contextlib.contextmanager
@@ -131,12 +143,13 @@ def _wrap_bind(wrapped, instance, args, kwargs):
         return wrapped(*args, **kwargs)
     bound = bind_arguments(wrapped, args, kwargs)
     if instance.binded and not bound.arguments.get("force_rebind", False):
-        return wrapped(*args, **kwargs)     # MXNet ignores the call (and says so)
+        return wrapped(*args, **kwargs)  # MXNet ignores the call (and says so)
     _held.pop(instance, None)
     keep = frozenset()
     if bound.arguments.get("for_training", True):
-        keep = null_would_stop_bias(instance._symbol, fixed, instance._context,
-                                    bound.arguments.get("grad_req", "write"))
+        keep = null_would_stop_bias(
+            instance._symbol, fixed, instance._context, bound.arguments.get("grad_req", "write")
+        )
         keep -= getattr(_local, "added", None) or frozenset()
     if not keep:
         return wrapped(*args, **kwargs)
@@ -149,8 +162,12 @@ def _wrap_bind(wrapped, instance, args, kwargs):
     _hold(group, keep)
     _held[instance] = (group, keep)
     record(PATCH)
-    logger.debug("%s: %s keep their gradient buffer so their FullyConnected bias trains; "
-                 "held fixed by MXNet's own update skip", PATCH, ", ".join(sorted(keep)))
+    logger.debug(
+        "%s: %s keep their gradient buffer so their FullyConnected bias trains; "
+        "held fixed by MXNet's own update skip",
+        PATCH,
+        ", ".join(sorted(keep)),
+    )
     return result
 
 
@@ -163,11 +180,15 @@ def _wrap_reshape(wrapped, instance, args, kwargs):
 
 
 # MKLDNN builds only (when=has_mkldnn).
-register(Patch(
-    PATCH, DOC, when=_compat.has_mkldnn,
-    targets=[
-        Target("mxnet.module.module", "Module.bind", _wrap_bind),
-        Target("mxnet.module.module", "Module.reshape", _wrap_reshape),
-    ],
-    since=_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS,
-))
+register(
+    Patch(
+        PATCH,
+        DOC,
+        when=_compat.has_mkldnn,
+        targets=[
+            Target("mxnet.module.module", "Module.bind", _wrap_bind),
+            Target("mxnet.module.module", "Module.reshape", _wrap_reshape),
+        ],
+        since=_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS,
+    )
+)

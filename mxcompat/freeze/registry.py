@@ -1,5 +1,6 @@
 """The pattern registry: what is frozen, as the user said it (names, globs, regexes), and a
 version that keys every cache derived from it."""
+
 import contextlib
 import difflib
 import fnmatch
@@ -13,6 +14,7 @@ _PATTERN_TYPE = type(re.compile(""))
 
 # --- the registry -----------------------------------------------------------------------------
 
+
 class _Pattern:
     """One registered pattern: the user's object, an identity key, and a matcher."""
 
@@ -21,22 +23,26 @@ class _Pattern:
     def __init__(self, source, caller):
         if isinstance(source, str):
             if not source.strip():
-                raise ValueError("mxcompat.%s: an empty pattern (%r) names no parameter"
-                                 % (caller, source))
+                raise ValueError(
+                    "mxcompat.%s: an empty pattern (%r) names no parameter" % (caller, source)
+                )
             _check_glob(source, caller)
             self.key = ("glob", source)
             self._exact = source
             try:
                 self._regex = re.compile(fnmatch.translate(source))
-            except re.error as err:   # a glob fnmatch accepts but this Python's re does not
-                raise ValueError("mxcompat.%s: invalid glob %r: %s" % (caller, source, err)) \
-                    from None
+            except re.error as err:  # a glob fnmatch accepts but this Python's re does not
+                raise ValueError(
+                    "mxcompat.%s: invalid glob %r: %s" % (caller, source, err)
+                ) from None
             # No wildcard: the glob matches its own text only, so a set lookup decides.
             self.literal = not any(c in source for c in "*?[")
         elif isinstance(source, _PATTERN_TYPE):
             if not isinstance(source.pattern, str):
-                raise TypeError("mxcompat.%s: %r is a bytes regex; parameter names are str, "
-                                "compile a str pattern" % (caller, source))
+                raise TypeError(
+                    "mxcompat.%s: %r is a bytes regex; parameter names are str, "
+                    "compile a str pattern" % (caller, source)
+                )
             self.key = ("regex", source.pattern, source.flags)
             self._exact = None
             self.literal = False
@@ -45,9 +51,11 @@ class _Pattern:
             hint = ""
             if isinstance(source, (list, tuple, set, frozenset)):
                 hint = "; to pass several, unpack them: %s(*names)" % caller
-            raise TypeError("mxcompat.%s: a pattern is a parameter name, a shell-style glob or "
-                            "a compiled regex (re.compile), not %r of type %s%s"
-                            % (caller, source, type(source).__name__, hint))
+            raise TypeError(
+                "mxcompat.%s: a pattern is a parameter name, a shell-style glob or "
+                "a compiled regex (re.compile), not %r of type %s%s"
+                % (caller, source, type(source).__name__, hint)
+            )
         self.source = source
 
     def match(self, name):
@@ -81,8 +89,10 @@ def _check_glob(text, caller):
     while pos < len(text):
         part = _GLOB_PARTS.match(text, pos)
         if part.group(2):
-            raise ValueError("mxcompat.%s: invalid glob %r: the '[' at position %d is never "
-                             "closed" % (caller, text, pos))
+            raise ValueError(
+                "mxcompat.%s: invalid glob %r: the '[' at position %d is never "
+                "closed" % (caller, text, pos)
+            )
         if part.group(0).startswith("["):
             _check_ranges(text, part, caller)
         pos = part.end()
@@ -100,9 +110,11 @@ def _check_ranges(text, part, caller):
     while i < len(body):
         if i + 2 < len(body) and body[i + 1] == "-":
             if body[i] > body[i + 2]:
-                raise ValueError("mxcompat.%s: invalid glob %r: the range %r at position %d "
-                                 "is empty (its start comes after its end)"
-                                 % (caller, text, body[i:i + 3], start + i))
+                raise ValueError(
+                    "mxcompat.%s: invalid glob %r: the range %r at position %d "
+                    "is empty (its start comes after its end)"
+                    % (caller, text, body[i : i + 3], start + i)
+                )
             i += 3
         else:
             i += 1
@@ -127,7 +139,7 @@ state = _State()
 # name tuples of every model matched since (a training loop that freezes and unfreezes
 # between stages, a search that builds model after model).
 _match_cache = (None, {})
-_MATCH_CACHE_SIZE = 256    # distinct name tuples under one version (models built meanwhile)
+_MATCH_CACHE_SIZE = 256  # distinct name tuples under one version (models built meanwhile)
 
 
 def _parse(patterns, caller):
@@ -190,17 +202,21 @@ def unfreeze(*patterns):
             continue
         holders = [q for q in remaining if q.match(p._exact)]
         if holders:
-            warn("mxcompat.unfreeze(%r): %r is still frozen by the registered pattern(s) %s; "
-                 "unfreeze those to thaw it" % (p.source, p._exact,
-                                               ", ".join(repr(q) for q in holders)))
+            warn(
+                "mxcompat.unfreeze(%r): %r is still frozen by the registered pattern(s) %s; "
+                "unfreeze those to thaw it"
+                % (p.source, p._exact, ", ".join(repr(q) for q in holders))
+            )
     return frozen_patterns()
 
 
 def is_frozen(name):
     """True if the live registry freezes the parameter called ``name``."""
     if not isinstance(name, str):
-        raise TypeError("mxcompat.is_frozen: a parameter name is a str, not %r of type %s"
-                        % (name, type(name).__name__))
+        raise TypeError(
+            "mxcompat.is_frozen: a parameter name is a str, not %r of type %s"
+            % (name, type(name).__name__)
+        )
     _, patterns = _snapshot()
     return any(p.match(name) for p in patterns)
 
@@ -235,7 +251,7 @@ def matches(names):
     cached_version, cache = _match_cache
     if cached_version != version:
         cache = {}
-        _match_cache = (version, cache)     # one assignment: readers see a consistent pair
+        _match_cache = (version, cache)  # one assignment: readers see a consistent pair
     hit = cache.get(names)
     if hit is None:
         # Exact names (the common "freeze these 200 parameters") by set lookups, the rest
@@ -244,9 +260,11 @@ def matches(names):
         others = [p for p in patterns if not p.literal]
         given = set(names)
         mask = tuple(n in literal or any(p.match(n) for p in others) for n in names)
-        unmatched = tuple(p for p in patterns
-                          if (p._exact not in given if p.literal
-                              else not any(p.match(n) for n in names)))
+        unmatched = tuple(
+            p
+            for p in patterns
+            if (p._exact not in given if p.literal else not any(p.match(n) for n in names))
+        )
         if len(cache) >= _MATCH_CACHE_SIZE:
             cache.clear()
         hit = cache[names] = (mask, unmatched, tuple(i for i, m in enumerate(mask) if m))
@@ -260,10 +278,15 @@ def warn_unmatched(unmatched, names, owner, what):
     for p in unmatched:
         # The closest names are only computed for the one warning: this runs at every
         # update and step while the pattern matches nothing.
-        warn_once_for(owner, ("freeze-unmatched", p.key),
-                      lambda p=p: "mxcompat.freeze pattern %r matches no parameter of this %s, "
-                                  "so it freezes nothing here (closest parameter names: %s)"
-                                  % (p.source, what, _closest(p, names)))
+        warn_once_for(
+            owner,
+            ("freeze-unmatched", p.key),
+            lambda p=p: (
+                "mxcompat.freeze pattern %r matches no parameter of this %s, "
+                "so it freezes nothing here (closest parameter names: %s)"
+                % (p.source, what, _closest(p, names))
+            ),
+        )
 
 
 def _closest(p, names):

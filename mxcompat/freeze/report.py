@@ -1,5 +1,6 @@
 """``frozen_report``: frozen and trainable parameters, and BatchNorm statistics, of a Module
 or a Gluon Block, printed like sockeye's parameter log."""
+
 import pprint
 
 from .._core import registry as _patching
@@ -39,33 +40,51 @@ class FrozenReport:
             return 100.0 * n / total if total else 0.0
 
         def described(frozen):
-            return ["%s [%s, %s]" % (n, tuple(s), d) for n, s, d, f in self.entries
-                    if f == frozen]
+            return ["%s [%s, %s]" % (n, tuple(s), d) for n, s, d, f in self.entries if f == frozen]
 
-        return ("# of parameters: %d | trainable: %d (%.2f%%) | fixed: %d (%.2f%%)\n"
-                "Trainable parameters:\n%s\nFixed parameters:\n%s%s"
-                % (total, self.trainable_elements, pct(self.trainable_elements),
-                   self.frozen_elements, pct(self.frozen_elements),
-                   pprint.pformat(described(False)), pprint.pformat(described(True)),
-                   self._statistics_line()))
+        return (
+            "# of parameters: %d | trainable: %d (%.2f%%) | fixed: %d (%.2f%%)\n"
+            "Trainable parameters:\n%s\nFixed parameters:\n%s%s"
+            % (
+                total,
+                self.trainable_elements,
+                pct(self.trainable_elements),
+                self.frozen_elements,
+                pct(self.frozen_elements),
+                pprint.pformat(described(False)),
+                pprint.pformat(described(True)),
+                self._statistics_line(),
+            )
+        )
 
     def _statistics_line(self):
         if not self.statistics:
             return ""
-        return ("\nStatistics (BatchNorm running mean/variance): %d | moving: %d | fixed: %d%s"
-                % (len(self.statistics), len(self.moving_statistics),
-                   len(self.frozen_statistics),
-                   (" %s" % pprint.pformat(list(self.frozen_statistics))
-                    if self.frozen_statistics else "")))
+        return "\nStatistics (BatchNorm running mean/variance): %d | moving: %d | fixed: %d%s" % (
+            len(self.statistics),
+            len(self.moving_statistics),
+            len(self.frozen_statistics),
+            (
+                " %s" % pprint.pformat(list(self.frozen_statistics))
+                if self.frozen_statistics
+                else ""
+            ),
+        )
 
     def __repr__(self):
         stats = ""
         if self.statistics:
-            stats = ", statistics=%d moving/%d fixed" % (len(self.moving_statistics),
-                                                         len(self.frozen_statistics))
-        return ("FrozenReport(frozen=%d params/%d elements, trainable=%d params/%d elements%s)"
-                % (self.frozen_params, self.frozen_elements, self.trainable_params,
-                   self.trainable_elements, stats))
+            stats = ", statistics=%d moving/%d fixed" % (
+                len(self.moving_statistics),
+                len(self.frozen_statistics),
+            )
+        return "FrozenReport(frozen=%d params/%d elements, trainable=%d params/%d elements%s)" % (
+            self.frozen_params,
+            self.frozen_elements,
+            self.trainable_params,
+            self.trainable_elements,
+            stats,
+        )
 
 
 def _size(shape):
@@ -78,6 +97,7 @@ def _size(shape):
 def _dtype_name(dtype):
     try:
         import numpy as np
+
         return np.dtype(dtype).name
     except Exception:  # pylint: disable=broad-except
         return str(dtype)
@@ -100,14 +120,16 @@ def _merged(parts):
 
 def _module_entries(module):
     """``(parameter entries, statistic entries)`` of a Module, Bucketing or SequentialModule."""
-    if isinstance(getattr(module, "_modules", None), list):                  # Sequential
+    if isinstance(getattr(module, "_modules", None), list):  # Sequential
         parts = [_module_entries(sub) for sub in module._modules]
         return _merged(p[0] for p in parts), _merged(p[1] for p in parts)
-    if isinstance(getattr(module, "_buckets", None), dict):                  # Bucketing
+    if isinstance(getattr(module, "_buckets", None), dict):  # Bucketing
         current = getattr(module, "_curr_module", None)
         if current is None:
-            raise ValueError("mxcompat.frozen_report: bind the BucketingModule first; its "
-                             "parameters are unknown before")
+            raise ValueError(
+                "mxcompat.frozen_report: bind the BucketingModule first; its "
+                "parameters are unknown before"
+            )
         return _module_entries(current)
     group = getattr(module, "_exec_group", None)
     if getattr(module, "binded", False) and group is not None:
@@ -117,14 +139,26 @@ def _module_entries(module):
     elif getattr(module, "params_initialized", False) and module._arg_params is not None:
         arrays, auxs, null = module._arg_params, module._aux_params or {}, set()
     else:
-        raise ValueError("mxcompat.frozen_report: bind the %s or initialise its parameters "
-                         "first; their shapes are unknown before" % type(module).__name__)
+        raise ValueError(
+            "mxcompat.frozen_report: bind the %s or initialise its parameters "
+            "first; their shapes are unknown before" % type(module).__name__
+        )
     fixed = set(getattr(module, "_fixed_param_names", None) or []) | null
-    params = [(n, tuple(arrays[n].shape), _dtype_name(arrays[n].dtype),
-               n in fixed or registry.is_frozen(n))
-              for n in getattr(module, "_param_names", arrays) if n in arrays]
-    stats = [(n, tuple(auxs[n].shape), _dtype_name(auxs[n].dtype), _statistic_frozen(n))
-             for n in getattr(module, "_aux_names", auxs) if n in auxs]
+    params = [
+        (
+            n,
+            tuple(arrays[n].shape),
+            _dtype_name(arrays[n].dtype),
+            n in fixed or registry.is_frozen(n),
+        )
+        for n in getattr(module, "_param_names", arrays)
+        if n in arrays
+    ]
+    stats = [
+        (n, tuple(auxs[n].shape), _dtype_name(auxs[n].dtype), _statistic_frozen(n))
+        for n in getattr(module, "_aux_names", auxs)
+        if n in auxs
+    ]
     return params, stats
 
 
@@ -133,15 +167,23 @@ def _param_entries(params, blocks=()):
     that is not differentiable (BatchNorm's running mean/variance) or an auxiliary state of a
     SymbolBlock's graph (``frozen_statistics.symbol_block_statistics``)."""
     from . import frozen_statistics
+
     auxiliary = set(map(id, frozen_statistics.symbol_block_statistics(blocks)))
     entries, stats = [], []
     for p in params:
         if not p._differentiable or id(p) in auxiliary:
-            stats.append((p.name, tuple(p.shape or ()), _dtype_name(p.dtype),
-                          _statistic_frozen(p.name)))
+            stats.append(
+                (p.name, tuple(p.shape or ()), _dtype_name(p.dtype), _statistic_frozen(p.name))
+            )
         else:
-            entries.append((p.name, tuple(p.shape or ()), _dtype_name(p.dtype),
-                            p.grad_req == "null" or registry.is_frozen(p.name)))
+            entries.append(
+                (
+                    p.name,
+                    tuple(p.shape or ()),
+                    _dtype_name(p.dtype),
+                    p.grad_req == "null" or registry.is_frozen(p.name),
+                )
+            )
     return entries, stats
 
 
@@ -153,6 +195,7 @@ def frozen_report(obj):
     (``statistics``, ``frozen_statistics``, ``moving_statistics``): held when the registry
     matches them.  ``print(frozen_report(net))`` prints like sockeye."""
     import mxnet as mx
+
     if isinstance(obj, mx.module.BaseModule):
         return FrozenReport(*_module_entries(obj))
     if isinstance(obj, mx.gluon.Block):
@@ -161,5 +204,7 @@ def frozen_report(obj):
         return FrozenReport(*_param_entries(obj._params))
     if isinstance(obj, (mx.gluon.ParameterDict, dict)):
         return FrozenReport(*_param_entries(obj.values()))
-    raise TypeError("mxcompat.frozen_report: expected a Module or a Gluon Block (or a Trainer "
-                    "or ParameterDict), not %s" % type(obj).__name__)
+    raise TypeError(
+        "mxcompat.frozen_report: expected a Module or a Gluon Block (or a Trainer "
+        "or ParameterDict), not %s" % type(obj).__name__
+    )

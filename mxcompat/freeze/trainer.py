@@ -1,5 +1,6 @@
 """The freeze registry on Gluon's Trainer: frozen parameters are seen as ``grad_req ==
 'null'`` by its update loops, at their own index."""
+
 import weakref
 
 from . import registry
@@ -36,8 +37,12 @@ def trainer_matches(trainer, params):
     registry state and parameter list rather than at every step."""
     version = registry.state.version
     cached = _trainer_cache.get(trainer)
-    if (cached is not None and cached[0] == version and cached[1] == id(params)
-            and cached[2] == len(params)):
+    if (
+        cached is not None
+        and cached[0] == version
+        and cached[1] == id(params)
+        and cached[2] == len(params)
+    ):
         return cached[3]
     names = tuple(p.name for p in params)
     found = registry.matches(names)
@@ -65,4 +70,5 @@ def wrap_trainer(check):
             return wrapped(*args, **kwargs)
         finally:
             instance._params = params
+
     return wrapper

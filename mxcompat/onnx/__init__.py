@@ -22,6 +22,7 @@ initializers only (MXNet's exporter also lists them as graph inputs, which stops
 from constant-folding them), and by default runs the model in onnxruntime against MXNet.
 onnx and onnxruntime are optional: ``pip install 'mxcompat[onnx]'``.
 """
+
 from .._core.registry import Patch, Target, register
 from .export import to_onnx
 from .exporter import INSTALL_HINT, _wrap_export, _wrap_graph_proto  # noqa: F401  (the CLI's)
@@ -29,26 +30,39 @@ from .exporter import INSTALL_HINT, _wrap_export, _wrap_graph_proto  # noqa: F40
 PATCH = "onnx"
 
 
-register(Patch(
-    PATCH,
-    "MXNet's own ONNX exporter works with today's onnx (onnx.mapping, the opset it writes); "
-    "Module.to_onnx() and HybridBlock.to_onnx(): verified ONNX models in memory.",
-    targets=[
-        # 1.9: mxnet.onnx (contrib.onnx.export_model calls export_model_, the same function)
-        Target("mxnet.onnx", "export_model", _wrap_export, optional=True),
-        Target("mxnet.onnx.mx2onnx", "export_model", _wrap_export, optional=True),
-        Target("mxnet.onnx.mx2onnx._export_model", "export_model", _wrap_export,
-               optional=True),
-        Target("mxnet.contrib.onnx", "export_model_", _wrap_export, optional=True),
-        Target("mxnet.onnx.mx2onnx._export_onnx", "MXNetGraph.create_onnx_graph_proto",
-               _wrap_graph_proto, optional=True),
-        # 1.3-1.8: mxnet.contrib.onnx
-        Target("mxnet.contrib.onnx", "export_model", _wrap_export, optional=True),
-        Target("mxnet.contrib.onnx.mx2onnx.export_model", "export_model", _wrap_export,
-               optional=True),
-        Target("mxnet.contrib.onnx.mx2onnx.export_onnx", "MXNetGraph.create_onnx_graph_proto",
-               _wrap_graph_proto, optional=True),
-        Target("mxnet.module.module", "Module.to_onnx", new=to_onnx),
-        Target("mxnet.gluon.block", "HybridBlock.to_onnx", new=to_onnx),
-    ],
-))
+register(
+    Patch(
+        PATCH,
+        "MXNet's own ONNX exporter works with today's onnx (onnx.mapping, the opset it writes); "
+        "Module.to_onnx() and HybridBlock.to_onnx(): verified ONNX models in memory.",
+        targets=[
+            # 1.9: mxnet.onnx (contrib.onnx.export_model calls export_model_, the same function)
+            Target("mxnet.onnx", "export_model", _wrap_export, optional=True),
+            Target("mxnet.onnx.mx2onnx", "export_model", _wrap_export, optional=True),
+            Target("mxnet.onnx.mx2onnx._export_model", "export_model", _wrap_export, optional=True),
+            Target("mxnet.contrib.onnx", "export_model_", _wrap_export, optional=True),
+            Target(
+                "mxnet.onnx.mx2onnx._export_onnx",
+                "MXNetGraph.create_onnx_graph_proto",
+                _wrap_graph_proto,
+                optional=True,
+            ),
+            # 1.3-1.8: mxnet.contrib.onnx
+            Target("mxnet.contrib.onnx", "export_model", _wrap_export, optional=True),
+            Target(
+                "mxnet.contrib.onnx.mx2onnx.export_model",
+                "export_model",
+                _wrap_export,
+                optional=True,
+            ),
+            Target(
+                "mxnet.contrib.onnx.mx2onnx.export_onnx",
+                "MXNetGraph.create_onnx_graph_proto",
+                _wrap_graph_proto,
+                optional=True,
+            ),
+            Target("mxnet.module.module", "Module.to_onnx", new=to_onnx),
+            Target("mxnet.gluon.block", "HybridBlock.to_onnx", new=to_onnx),
+        ],
+    )
+)

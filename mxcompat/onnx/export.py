@@ -1,15 +1,27 @@
 """``mxcompat.to_onnx``: a Module, HybridBlock or symbol triple to an ``onnx.ModelProto``,
 converted in memory by MXNet's own exporter (in the scope ``exporter`` sets up)."""
+
 import json
 import sys
 
 from .._core import facts as _compat
 from ..convert._common import _check_flag, _check_shape, _fail, _infer_shapes, _mx, _names
-from ..convert.graph import (_block_graph, _block_params, _inference_symbol,
-                             _module_inference_symbol, _module_inputs)
+from ..convert.graph import (
+    _block_graph,
+    _block_params,
+    _inference_symbol,
+    _module_inference_symbol,
+    _module_inputs,
+)
 from ..convert.module_to_gluon import _module_arrays
-from .exporter import (_converters, _exporting, _graph_class, _import_onnx,
-                       _import_onnxruntime, _opsets)
+from .exporter import (
+    _converters,
+    _exporting,
+    _graph_class,
+    _import_onnx,
+    _import_onnxruntime,
+    _opsets,
+)
 
 
 def _shape_list(input_shapes, inputs, known):
@@ -17,20 +29,29 @@ def _shape_list(input_shapes, inputs, known):
     if input_shapes is None:
         if all(n in known for n in inputs):
             return [tuple(known[n]) for n in inputs]
-        raise _fail("to_onnx", "input_shapes is needed for %s (e.g. input_shapes=[(1, 3, 224, "
-                    "224)] or {'data': (1, 3, 224, 224)}); only a bound Module knows its own"
-                    % _names(inputs))
+        raise _fail(
+            "to_onnx",
+            "input_shapes is needed for %s (e.g. input_shapes=[(1, 3, 224, "
+            "224)] or {'data': (1, 3, 224, 224)}); only a bound Module knows its own"
+            % _names(inputs),
+        )
     if isinstance(input_shapes, dict):
         missing = [n for n in inputs if n not in input_shapes]
         extra = [n for n in input_shapes if n not in inputs]
         if missing or extra:
-            raise _fail("to_onnx", "input_shapes names %s, the model's inputs are %s"
-                        % (_names(input_shapes), _names(inputs)))
-        return [_check_shape(input_shapes[n], "input_shapes[%r]" % n, "to_onnx")
-                for n in inputs]
+            raise _fail(
+                "to_onnx",
+                "input_shapes names %s, the model's inputs are %s"
+                % (_names(input_shapes), _names(inputs)),
+            )
+        return [_check_shape(input_shapes[n], "input_shapes[%r]" % n, "to_onnx") for n in inputs]
     if isinstance(input_shapes, (str, bytes)) or not isinstance(input_shapes, (list, tuple)):
-        raise _fail("to_onnx", "input_shapes is a list of shapes, a dict of them by input name "
-                    "or one shape, e.g. [(1, 3, 224, 224)], not %r" % (input_shapes,), TypeError)
+        raise _fail(
+            "to_onnx",
+            "input_shapes is a list of shapes, a dict of them by input name "
+            "or one shape, e.g. [(1, 3, 224, 224)], not %r" % (input_shapes,),
+            TypeError,
+        )
     shapes = list(input_shapes)
     if shapes and all(isinstance(s, int) for s in shapes):
         shapes = [shapes]
@@ -39,13 +60,18 @@ def _shape_list(input_shapes, inputs, known):
         if getattr(s, "shape", None) is not None:
             return s.shape
         if isinstance(s, (list, tuple)) and len(s) == 2 and isinstance(s[0], str):
-            return s[1]      # a (name, shape) pair, as in data_shapes
+            return s[1]  # a (name, shape) pair, as in data_shapes
         return s
-    shapes = [_check_shape(shape_of(s), "input_shapes[%d]" % i, "to_onnx")
-              for i, s in enumerate(shapes)]
+
+    shapes = [
+        _check_shape(shape_of(s), "input_shapes[%d]" % i, "to_onnx") for i, s in enumerate(shapes)
+    ]
     if len(shapes) != len(inputs):
-        raise _fail("to_onnx", "%d input shape(s) given, the model has %d input(s): %s"
-                    % (len(shapes), len(inputs), _names(inputs)))
+        raise _fail(
+            "to_onnx",
+            "%d input shape(s) given, the model has %d input(s): %s"
+            % (len(shapes), len(inputs), _names(inputs)),
+        )
     return shapes
 
 
@@ -55,33 +81,46 @@ def _from_module(module):
     symbol = _module_inference_symbol(module, inputs, args)
     known = {}
     if module.binded:
-        known = {d.name if hasattr(d, "name") else d[0]: d.shape if hasattr(d, "shape") else d[1]
-                 for d in module.data_shapes}
+        known = {
+            d.name if hasattr(d, "name") else d[0]: d.shape if hasattr(d, "shape") else d[1]
+            for d in module.data_shapes
+        }
     params = {n: a[0] for n, a in list(args.items()) + list(auxs.items())}
     return symbol, params, inputs, known
 
 
 def _from_block(block):
-    names, out = _block_graph(block, None if getattr(block, "_cached_graph", ()) else ["data"],
-                              "to_onnx")
+    names, out = _block_graph(
+        block, None if getattr(block, "_cached_graph", ()) else ["data"], "to_onnx"
+    )
     symbol = _inference_symbol(out)
     params = _block_params(block)
     used = [n for n in symbol.list_arguments() + symbol.list_auxiliary_states() if n not in names]
     unset = [n for n in used if n not in params or params[n]._data is None]
     if unset:
-        raise _fail("to_onnx", "parameter(s) %s of the block are not initialised; call "
-                    "initialize() and run one forward pass first" % _names(unset))
+        raise _fail(
+            "to_onnx",
+            "parameter(s) %s of the block are not initialised; call "
+            "initialize() and run one forward pass first" % _names(unset),
+        )
     if not _compat.since(_compat.GLUON_AUX_WRITES_ORDERED):
-        _mx().nd.waitall()   # the last training step's BatchNorm statistics (see convert)
+        _mx().nd.waitall()  # the last training step's BatchNorm statistics (see convert)
     return symbol, {n: params[n]._data[0] for n in used}, names, {}
 
 
 def _from_triple(triple):
     mx = _mx()
-    if (len(triple) != 3 or not isinstance(triple[0], mx.sym.Symbol)
-            or not all(p is None or isinstance(p, dict) for p in triple[1:])):
-        raise _fail("to_onnx", "a (symbol, arg_params, aux_params) triple was expected (a "
-                    "Symbol and two dicts of NDArrays)", TypeError)
+    if (
+        len(triple) != 3
+        or not isinstance(triple[0], mx.sym.Symbol)
+        or not all(p is None or isinstance(p, dict) for p in triple[1:])
+    ):
+        raise _fail(
+            "to_onnx",
+            "a (symbol, arg_params, aux_params) triple was expected (a "
+            "Symbol and two dicts of NDArrays)",
+            TypeError,
+        )
     symbol = _inference_symbol(triple[0])
     params = dict(triple[1] or {})
     params.update(triple[2] or {})
@@ -98,8 +137,12 @@ def _source(model):
         return _from_block(model)
     if isinstance(model, (tuple, list)):
         return _from_triple(model)
-    raise _fail("to_onnx", "expected a Module, a HybridBlock or a (symbol, arg_params, aux_params) "
-                "triple, got %s" % type(model).__name__, TypeError)
+    raise _fail(
+        "to_onnx",
+        "expected a Module, a HybridBlock or a (symbol, arg_params, aux_params) "
+        "triple, got %s" % type(model).__name__,
+        TypeError,
+    )
 
 
 def _unconvertible(symbol, converters):
@@ -134,8 +177,11 @@ def _without_noop_reshape_like(symbol, shapes):
 
     changed = False
     for node in nodes:
-        if node["op"] == "reshape_like" and entry_shape(node["inputs"][0]) is not None \
-                and entry_shape(node["inputs"][0]) == entry_shape(node["inputs"][1]):
+        if (
+            node["op"] == "reshape_like"
+            and entry_shape(node["inputs"][0]) is not None
+            and entry_shape(node["inputs"][0]) == entry_shape(node["inputs"][1])
+        ):
             node["op"] = "_copy"
             node["inputs"] = node["inputs"][:1]
             node.pop("attrs", None)
@@ -146,8 +192,15 @@ def _without_noop_reshape_like(symbol, shapes):
 def _describe_missing(missing):
     parts = []
     for op, nodes in sorted(missing.items()):
-        parts.append("%r (%s)" % (op, "node %r" % nodes[0] if len(nodes) == 1 else
-                                  "%d nodes, the first %r" % (len(nodes), nodes[0])))
+        parts.append(
+            "%r (%s)"
+            % (
+                op,
+                "node %r" % nodes[0]
+                if len(nodes) == 1
+                else "%d nodes, the first %r" % (len(nodes), nodes[0]),
+            )
+        )
     return ", ".join(parts)
 
 
@@ -156,17 +209,17 @@ def _graph_proto(graph_class, symbol, params, shapes, opset):
     float_type = onnx.TensorProto.FLOAT
     converter = graph_class()
     if _compat.since(_compat.MX_ONNX_PACKAGE):
-        return converter.create_onnx_graph_proto(symbol, params, shapes,
-                                                 [float_type] * len(shapes),
-                                                 opset_version=opset, dynamic=False)
+        return converter.create_onnx_graph_proto(
+            symbol, params, shapes, [float_type] * len(shapes), opset_version=opset, dynamic=False
+        )
     if _compat.since(_compat.ONNX_EXPORT_OPSET_ARG):
-        return converter.create_onnx_graph_proto(symbol, params, shapes, float_type,
-                                                 opset_version=opset)
+        return converter.create_onnx_graph_proto(
+            symbol, params, shapes, float_type, opset_version=opset
+        )
     return converter.create_onnx_graph_proto(symbol, params, shapes, float_type)
 
 
-def to_onnx(model, input_shapes=None, path=None, opset=None, verify=True, rtol=1e-4,
-            atol=1e-5):
+def to_onnx(model, input_shapes=None, path=None, opset=None, verify=True, rtol=1e-4, atol=1e-5):
     """``model`` as an ``onnx.ModelProto``, converted by MXNet's own exporter.
 
     ``model``: a ``Module`` (bound, or with parameters only, as from ``Module.load``), a
@@ -184,16 +237,20 @@ def to_onnx(model, input_shapes=None, path=None, opset=None, verify=True, rtol=1
     """
     import numbers
     import os
+
     verify = _check_flag(verify, "verify", "to_onnx")
     for name, value in (("rtol", rtol), ("atol", atol)):
-        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
-                or not value >= 0):
-            raise _fail("to_onnx", "%s is a number >= 0, not %r" % (name, value), TypeError
-                        if not isinstance(value, numbers.Real) else ValueError)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
+            raise _fail(
+                "to_onnx",
+                "%s is a number >= 0, not %r" % (name, value),
+                TypeError if not isinstance(value, numbers.Real) else ValueError,
+            )
     if path is not None and not isinstance(path, (str, os.PathLike)):
         # onnx.save takes an int as a file descriptor: the model would go to that fd.
-        raise _fail("to_onnx", "path is a file name (str or os.PathLike), not %r" % (path,),
-                    TypeError)
+        raise _fail(
+            "to_onnx", "path is a file name (str or os.PathLike), not %r" % (path,), TypeError
+        )
     if opset is not None and (isinstance(opset, bool) or not isinstance(opset, numbers.Integral)):
         raise _fail("to_onnx", "opset is an int, not %r" % (opset,), TypeError)
     _import_onnx("mxcompat.to_onnx")
@@ -208,22 +265,29 @@ def to_onnx(model, input_shapes=None, path=None, opset=None, verify=True, rtol=1
     if opset is None:
         opset = high
     elif not low <= opset <= high:
-        raise _fail("to_onnx", "opset=%r: MXNet %s's exporter writes opset %s" % (
-            opset, mx.__version__, low if low == high else "%d to %d" % (low, high)))
+        raise _fail(
+            "to_onnx",
+            "opset=%r: MXNet %s's exporter writes opset %s"
+            % (opset, mx.__version__, low if low == high else "%d to %d" % (low, high)),
+        )
     graph_class = _graph_class()
     converters = _converters(graph_class, opset)
     if "reshape_like" not in converters:
         symbol = _without_noop_reshape_like(symbol, dict(zip(inputs, shapes)))
     missing = _unconvertible(symbol, converters)
     if missing:
-        raise _fail("to_onnx", "MXNet %s's ONNX exporter (opset %d) cannot convert operator%s %s"
-                    % (mx.__version__, opset, "s" if len(missing) > 1 else "",
-                       _describe_missing(missing)), NotImplementedError)
+        raise _fail(
+            "to_onnx",
+            "MXNet %s's ONNX exporter (opset %d) cannot convert operator%s %s"
+            % (mx.__version__, opset, "s" if len(missing) > 1 else "", _describe_missing(missing)),
+            NotImplementedError,
+        )
     with _exporting(opset) as onnx:
         graph = _graph_proto(graph_class, symbol, params, shapes, opset)
     model_proto = _model(onnx, graph, opset)
     if verify:
-        from .verify import _verify   # onnxruntime's side: loaded when asked for
+        from .verify import _verify  # onnxruntime's side: loaded when asked for
+
         _verify(model_proto, symbol, params, inputs, shapes, rtol, atol)
     if path is not None:
         onnx.save(model_proto, path)
@@ -232,8 +296,9 @@ def to_onnx(model, input_shapes=None, path=None, opset=None, verify=True, rtol=1
 
 def _model(onnx, graph, opset):
     helper = onnx.helper
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="mxnet+mxcompat")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="mxnet+mxcompat"
+    )
     finder = getattr(helper, "find_min_ir_version_for", None)
     if finder is not None:
         # The IR version of the opset, not of the installed onnx: onnxruntime releases

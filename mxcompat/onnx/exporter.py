@@ -1,5 +1,6 @@
 """MXNet's own exporter on today's onnx: the scope of an export (``onnx.mapping`` there, the
 opset the release writes on the exporting thread) and what each release's exporter is."""
+
 import contextlib
 import sys
 import threading
@@ -13,7 +14,6 @@ from .._core.scope import SharedScope
 INSTALL_HINT = "pip install 'mxcompat[onnx]'  (or: pip install onnx onnxruntime)"
 
 
-
 def _import_onnx(what="exporting to ONNX"):
     try:
         import onnx
@@ -21,8 +21,10 @@ def _import_onnx(what="exporting to ONNX"):
         import onnx.defs
         import onnx.helper
     except ImportError as err:
-        raise ImportError("mxcompat: %s needs the onnx package, which cannot be imported "
-                          "here (%s); install it: %s" % (what, err, INSTALL_HINT)) from None
+        raise ImportError(
+            "mxcompat: %s needs the onnx package, which cannot be imported "
+            "here (%s); install it: %s" % (what, err, INSTALL_HINT)
+        ) from None
     return onnx
 
 
@@ -30,15 +32,17 @@ def _import_onnxruntime():
     try:
         import onnxruntime
     except ImportError as err:
-        raise ImportError("mxcompat.to_onnx: verify=True runs the exported model in "
-                          "onnxruntime, which cannot be imported here (%s); install it (%s) "
-                          "or pass verify=False" % (err, INSTALL_HINT)) from None
+        raise ImportError(
+            "mxcompat.to_onnx: verify=True runs the exported model in "
+            "onnxruntime, which cannot be imported here (%s); install it (%s) "
+            "or pass verify=False" % (err, INSTALL_HINT)
+        ) from None
     return onnxruntime
 
 
 # --- the scope of an MXNet export ----------------------------------------------------------
 
-_thread = threading.local()   # .opsets: the opset of each export running on this thread
+_thread = threading.local()  # .opsets: the opset of each export running on this thread
 
 
 def _opset_here():
@@ -54,7 +58,7 @@ def _mapping_module(onnx):
         try:
             to_np[tensor_type] = helper.tensor_dtype_to_np_dtype(tensor_type)
         except Exception:  # pylint: disable=broad-except
-            continue   # a type without a NumPy counterpart (e.g. FLOAT4E2M1 without ml_dtypes)
+            continue  # a type without a NumPy counterpart (e.g. FLOAT4E2M1 without ml_dtypes)
     from_np = {}
     # Lowest type number first: float32 -> FLOAT, uint16 -> UINT16 (not BFLOAT16), as onnx
     # had it.
@@ -93,8 +97,10 @@ def _install(onnx):
         onnx.mapping = module
         sys.modules["onnx.mapping"] = module
         undo.append(_drop_mapping)
-    for parent, attr, wrapper in ((onnx.defs, "onnx_opset_version", _opset_version),
-                                  (onnx.checker, "check_graph", _check_graph)):
+    for parent, attr, wrapper in (
+        (onnx.defs, "onnx_opset_version", _opset_version),
+        (onnx.checker, "check_graph", _check_graph),
+    ):
         original = getattr(parent, attr)
         installed = wrapt.FunctionWrapper(original, wrapper)
         setattr(parent, attr, installed)
@@ -115,6 +121,7 @@ def _restorer(parent, attr, original, installed):
         # every call through outside an export.
         if getattr(parent, attr) is installed:
             setattr(parent, attr, original)
+
     return restore
 
 
@@ -124,6 +131,7 @@ def _install_for_exports():
     def undo():
         for step in reversed(undos):
             step()
+
     return undo
 
 
@@ -146,9 +154,13 @@ def _exporting(opset):
 
 # --- what each release's exporter is --------------------------------------------------------
 
+
 def _graph_class():
-    module = ("mxnet.onnx.mx2onnx._export_onnx" if _compat.since(_compat.MX_ONNX_PACKAGE)
-              else "mxnet.contrib.onnx.mx2onnx.export_onnx")
+    module = (
+        "mxnet.onnx.mx2onnx._export_onnx"
+        if _compat.since(_compat.MX_ONNX_PACKAGE)
+        else "mxnet.contrib.onnx.mx2onnx.export_onnx"
+    )
     __import__(module)
     return sys.modules[module].MXNetGraph
 
@@ -185,13 +197,13 @@ def _wrap_export(wrapped, instance, args, kwargs):
     try:
         _import_onnx()
     except ImportError:
-        return wrapped(*args, **kwargs)   # MXNet's own "Onnx and protobuf need to be installed"
+        return wrapped(*args, **kwargs)  # MXNet's own "Onnx and protobuf need to be installed"
     opset = _opset_here()
     with _exporting(opset if opset is not None else _export_opset(kwargs)):
         return wrapped(*args, **kwargs)
 
 
 def _wrap_graph_proto(wrapped, instance, args, kwargs):
-    if _opset_here() is not None:   # inside export_model or to_onnx: already set up
+    if _opset_here() is not None:  # inside export_model or to_onnx: already set up
         return wrapped(*args, **kwargs)
     return _wrap_export(wrapped, instance, args, kwargs)

@@ -1,5 +1,6 @@
 """``to_onnx(verify=True)``: the exported model run in onnxruntime against MXNet, and where
 they part.  Loaded at the first verification only."""
+
 import contextlib
 import json
 import os
@@ -13,8 +14,9 @@ from .exporter import _import_onnxruntime
 
 def _mxnet_outputs(symbol, params, feed):
     mx = _mx()
-    executor = symbol.simple_bind(mx.cpu(), grad_req="null",
-                                  **{n: v.shape for n, v in feed.items()})
+    executor = symbol.simple_bind(
+        mx.cpu(), grad_req="null", **{n: v.shape for n, v in feed.items()}
+    )
     for arrays in (executor.arg_dict, executor.aux_dict):
         for name, array in arrays.items():
             array[:] = feed[name] if name in feed else params[name]
@@ -24,20 +26,22 @@ def _mxnet_outputs(symbol, params, feed):
 def _onnx_outputs(model, feed):
     ort = _import_onnxruntime()
     options = ort.SessionOptions()
-    options.log_severity_level = 4   # its errors are raised; printed too, they would repeat
-    session = ort.InferenceSession(model.SerializeToString(), options,
-                                   providers=["CPUExecutionProvider"])
+    options.log_severity_level = 4  # its errors are raised; printed too, they would repeat
+    session = ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
     names = [o.name for o in session.get_outputs()]
     return names, session.run(None, feed)
 
 
 def _onnx_name(mx_name):
-    return mx_name[:-len("_output")] if mx_name.endswith("_output") else mx_name
+    return mx_name[: -len("_output")] if mx_name.endswith("_output") else mx_name
 
 
 def _worst(expected, actual, rtol, atol):
     """(largest |difference|, whether it is beyond tolerance)."""
     import numpy as np
+
     if expected.shape != actual.shape:
         return float("inf"), True
     if not expected.size:
@@ -52,6 +56,7 @@ def _worst(expected, actual, rtol, atol):
 
 def _verify(model, symbol, params, inputs, shapes, rtol, atol):
     import numpy as np
+
     rng = np.random.RandomState(0)
     feed = {n: rng.uniform(-1, 1, s).astype(np.float32) for n, s in zip(inputs, shapes)}
     expected = _mxnet_outputs(symbol, params, feed)
@@ -61,15 +66,22 @@ def _verify(model, symbol, params, inputs, shapes, rtol, atol):
         # onnxruntime's own exception types differ between its releases.
         raise AssertionError(
             "mxcompat.to_onnx: onnxruntime %s cannot run the model MXNet %s's exporter wrote "
-            "(opset %d): %s" % (sys.modules["onnxruntime"].__version__, _mx().__version__,
-                                model.opset_import[0].version, str(err).strip())) from None
+            "(opset %d): %s"
+            % (
+                sys.modules["onnxruntime"].__version__,
+                _mx().__version__,
+                model.opset_import[0].version,
+                str(err).strip(),
+            )
+        ) from None
     by_name = dict(zip(names, actual))
     mx_names = symbol.list_outputs()
     if len(names) == 1 and len(mx_names) == 1:
         pairs = [(mx_names[0], expected[0], actual[0])]
     else:
-        pairs = [(n, e, by_name.get(_onnx_name(n), by_name.get(n)))
-                 for n, e in zip(mx_names, expected)]
+        pairs = [
+            (n, e, by_name.get(_onnx_name(n), by_name.get(n))) for n, e in zip(mx_names, expected)
+        ]
     failures = []
     for name, e, a in pairs:
         if a is None:
@@ -81,9 +93,14 @@ def _verify(model, symbol, params, inputs, shapes, rtol, atol):
     if failures:
         raise AssertionError(
             "mxcompat.to_onnx: onnxruntime's output differs from MXNet's beyond "
-            "atol=%g, rtol=%g: %s; %s" % (
-                atol, rtol, ", ".join("%s: largest difference %.3g" % f for f in failures),
-                _first_difference(model, symbol, params, feed, rtol, atol)))
+            "atol=%g, rtol=%g: %s; %s"
+            % (
+                atol,
+                rtol,
+                ", ".join("%s: largest difference %.3g" % f for f in failures),
+                _first_difference(model, symbol, params, feed, rtol, atol),
+            )
+        )
 
 
 def _subgraph_backend_none():
@@ -95,6 +112,7 @@ def _subgraph_backend_none():
             os.environ.pop("MXNET_SUBGRAPH_BACKEND", None)
         else:
             os.environ["MXNET_SUBGRAPH_BACKEND"] = saved
+
     return undo
 
 
@@ -108,7 +126,7 @@ def _no_subgraph_backend():
     """MXNet's oneDNN builds (1.7+) partition a graph into fused subgraphs at bind; one whose
     inner outputs are all graph outputs fails to bind ("in_arg_ctx_map").  MXNet reads
     MXNET_SUBGRAPH_BACKEND at each bind: off for this one (a diagnosis, after a failure)."""
-    if not _compat.has_mkldnn():   # 1.5 refuses the name NONE; without oneDNN, no partition
+    if not _compat.has_mkldnn():  # 1.5 refuses the name NONE; without oneDNN, no partition
         yield
         return
     with _subgraph_off:
@@ -142,8 +160,7 @@ def _first_difference(model, symbol, params, feed, rtol, atol):
             expected = dict(zip(wanted, _mxnet_outputs(probe_symbol, params, feed)))
         names, actual = _onnx_outputs(probe, feed)
     except Exception as err:  # pylint: disable=broad-except
-        return "the intermediate outputs could not be compared (%s: %s)" % (
-            type(err).__name__, err)
+        return "the intermediate outputs could not be compared (%s: %s)" % (type(err).__name__, err)
     got = dict(zip(names, actual))
     ops = {n["name"]: n["op"] for n in json.loads(symbol.tojson())["nodes"]}
     for name in wanted:
@@ -151,5 +168,8 @@ def _first_difference(model, symbol, params, feed, rtol, atol):
         if bad:
             node = _onnx_name(name)
             return "the first node that differs is %r (%s), largest difference %.3g" % (
-                node, ops.get(node, "?"), worst)
+                node,
+                ops.get(node, "?"),
+                worst,
+            )
     return "no intermediate output differs"

@@ -9,7 +9,7 @@ belong to a feature live.  Nothing is imported here: the registry reads these tw
 ORDER = (
     "bare_names",
     "labels",
-    "onednn_fc_bias",   # below freeze: its Module.bind sees the registry's names among the fixed
+    "onednn_fc_bias",  # below freeze: its Module.bind sees the registry's names among the fixed
     "freeze",
     "frozen_statistics",
     "fixed_param_names",

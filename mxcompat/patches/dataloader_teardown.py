@@ -15,6 +15,7 @@ an epoch left early) and exit by themselves, so none dies holding a lock.  Only 
 still running after ``TIMEOUT`` seconds (a transform that never returns) does MXNet's own
 ``terminate()`` run, as before.  Patch name ``dataloader_teardown``; Python 3.12+ only.
 """
+
 import sys
 import time
 
@@ -22,8 +23,10 @@ from .._core import facts as _compat
 from .._core.registry import Patch, Target, record, register
 
 PATCH = "dataloader_teardown"
-DOC = ("A dropped multi-worker DataLoader lets its workers finish and exit instead of killing "
-       "them, which can hang the process.")
+DOC = (
+    "A dropped multi-worker DataLoader lets its workers finish and exit instead of killing "
+    "them, which can hang the process."
+)
 # How long a dropped DataLoader waits for its workers' batches in flight before it kills them.
 TIMEOUT = 60.0
 
@@ -52,11 +55,15 @@ def retire(pool, timeout=TIMEOUT):
 
 def _wrap_del(wrapped, instance, args, kwargs):
     import multiprocessing.pool
+
     pool = getattr(instance, "_worker_pool", None)
     # A ThreadPool's threads hold no lock a kill could leave behind; MXNet only terminates
     # process pools here (its own assert), and so does this.
-    if (type(pool) is not multiprocessing.pool.Pool or sys.is_finalizing()
-            or getattr(pool, "_state", None) != multiprocessing.pool.RUN):
+    if (
+        type(pool) is not multiprocessing.pool.Pool
+        or sys.is_finalizing()
+        or getattr(pool, "_state", None) != multiprocessing.pool.RUN
+    ):
         return wrapped(*args, **kwargs)
     try:
         retire(pool)
@@ -68,7 +75,11 @@ def _wrap_del(wrapped, instance, args, kwargs):
     return None
 
 
-register(Patch(
-    PATCH, DOC, since=_compat.DATALOADER_WORKER_POOL,
-    targets=[Target("mxnet.gluon.data.dataloader", "DataLoader.__del__", _wrap_del)],
-))
+register(
+    Patch(
+        PATCH,
+        DOC,
+        since=_compat.DATALOADER_WORKER_POOL,
+        targets=[Target("mxnet.gluon.data.dataloader", "DataLoader.__del__", _wrap_del)],
+    )
+)

@@ -23,6 +23,7 @@ What MXNet compares, and where the classes come from:
   ``packaging.version`` was not used: it accepts those strings, so a strictness check of our
   own would be needed anyway, and that check is the whole parser (no dependency for it).
 """
+
 import importlib.abc
 import importlib.machinery
 import operator
@@ -47,6 +48,7 @@ def _comparison(test):
         elif not isinstance(other, StrictVersion):
             return NotImplemented
         return test(self._key(), other._key())
+
     return compare
 
 
@@ -96,11 +98,13 @@ class _PackageLoader(importlib.abc.Loader):
     """Loads ``distutils`` as an empty package whose only submodule is ``version``."""
 
     def create_module(self, spec):
-        return None   # the default module object
+        return None  # the default module object
 
     def exec_module(self, module):
-        module.__doc__ = ("Served by mxcompat: this Python has no distutils; only "
-                          "distutils.version (LooseVersion, StrictVersion) is provided.")
+        module.__doc__ = (
+            "Served by mxcompat: this Python has no distutils; only "
+            "distutils.version (LooseVersion, StrictVersion) is provided."
+        )
 
 
 class _VersionLoader(importlib.abc.Loader):
@@ -113,8 +117,11 @@ class _VersionLoader(importlib.abc.Loader):
     def exec_module(self, module):
         # Imported only here: the dependency exists on Python 3.12+ only, where this runs.
         from looseversion import LooseVersion
-        module.__doc__ = ("Served by mxcompat: LooseVersion (from the looseversion package) "
-                          "and StrictVersion, for MXNet on a Python without distutils.")
+
+        module.__doc__ = (
+            "Served by mxcompat: LooseVersion (from the looseversion package) "
+            "and StrictVersion, for MXNet on a Python without distutils."
+        )
         module.LooseVersion = LooseVersion
         module.StrictVersion = StrictVersion
         record(PATCH)
@@ -129,10 +136,12 @@ class DistutilsFallbackFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname == "distutils":
             return importlib.machinery.ModuleSpec(
-                "distutils", _PackageLoader(), origin="mxcompat", is_package=True)
+                "distutils", _PackageLoader(), origin="mxcompat", is_package=True
+            )
         if fullname == "distutils.version":
-            return importlib.machinery.ModuleSpec("distutils.version", _VersionLoader(),
-                                                  origin="mxcompat")
+            return importlib.machinery.ModuleSpec(
+                "distutils.version", _VersionLoader(), origin="mxcompat"
+            )
         return None
 
 
@@ -147,8 +156,7 @@ def install():
 
 
 def uninstall():
-    sys.meta_path[:] = [f for f in sys.meta_path
-                        if not getattr(f, "_mxcompat_distutils", False)]
+    sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "_mxcompat_distutils", False)]
 
 
 def _before_mxnet(version):
@@ -170,8 +178,15 @@ def _on_apply():
 
 # Only 1.6+ import distutils (numpy_dispatch_protocol.py); 1.3-1.5 never get the finder.
 # Python 3.12+ only (when=needed).
-register(Patch(PATCH, "distutils.version (LooseVersion, StrictVersion) for MXNet on "
-                      "Python 3.12+.", since=_compat.NUMPY_SUBPACKAGE, when=needed,
-               on_apply=_on_apply, on_remove=uninstall))
+register(
+    Patch(
+        PATCH,
+        "distutils.version (LooseVersion, StrictVersion) for MXNet on Python 3.12+.",
+        since=_compat.NUMPY_SUBPACKAGE,
+        when=needed,
+        on_apply=_on_apply,
+        on_remove=uninstall,
+    )
+)
 _preimport.register(PATCH, _before_mxnet)
 _preimport.install()

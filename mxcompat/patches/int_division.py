@@ -28,6 +28,7 @@ a 0.
 Not covered: symbolic graphs (``mx.sym``, hybridized Gluon blocks, Module executors), whose
 values exist only inside the engine.  Patch name ``int_division``.
 """
+
 import functools
 import math
 
@@ -36,8 +37,10 @@ from .._core.registry import Patch, Target, record, register
 from .._core.util import bind_arguments
 
 PATCH = "int_division"
-DOC = ("An integer NDArray divided by zero raises ZeroDivisionError instead of killing the "
-       "process with SIGFPE.")
+DOC = (
+    "An integer NDArray divided by zero raises ZeroDivisionError instead of killing the "
+    "process with SIGFPE."
+)
 
 
 @functools.lru_cache(maxsize=None)
@@ -46,10 +49,14 @@ def _integer_types():
     # building a np.dtype on every division.  Built at first use: importing mxcompat must not
     # import NumPy.
     import numpy as np
+
     types = frozenset((np.int8, np.uint8, np.int32, np.int64))
-    return {"array": types,   # bool / bool is MXNet's own error, not a trap
-            "scalar": (types | frozenset((np.bool_,))
-                       if _compat.since(_compat.BOOL_SCALAR_DIVISION) else types)}
+    return {
+        "array": types,  # bool / bool is MXNet's own error, not a trap
+        "scalar": (
+            types | frozenset((np.bool_,)) if _compat.since(_compat.BOOL_SCALAR_DIVISION) else types
+        ),
+    }
 
 
 def _integer_dtype(array, divided_by):
@@ -58,23 +65,24 @@ def _integer_dtype(array, divided_by):
     dtype = getattr(array, "dtype", None)
     try:
         return dtype if dtype in _integer_types()[divided_by] else None
-    except TypeError:   # an unhashable dtype attribute: not an NDArray of ours to check
+    except TypeError:  # an unhashable dtype attribute: not an NDArray of ours to check
         return None
 
 
 def scalar_becomes_zero(scalar, dtype):
     """Whether MXNet's kernel divides an array of ``dtype`` by 0 when given ``scalar``."""
     import numpy as np
+
     try:
         value = float(scalar)
     except (TypeError, ValueError):
-        return False   # MXNet rejects it in its own words
+        return False  # MXNet rejects it in its own words
     kind = np.dtype(dtype)
     if kind.itemsize == 1 and kind.kind in "iu":
-        if math.isfinite(value) and -2 ** 31 <= math.trunc(value) < 2 ** 31:
+        if math.isfinite(value) and -(2**31) <= math.trunc(value) < 2**31:
             wide = math.trunc(value)
         else:
-            wide = -2 ** 31
+            wide = -(2**31)
         return wide % 256 == 0
     # 32 and 64 bits, and bool (divided as int64): only a truncation to 0 is 0.
     return -1.0 < value < 1.0
@@ -91,6 +99,7 @@ def _false(value):
 
 def _name(dtype):
     import numpy as np
+
     return np.dtype(dtype).name
 
 
@@ -102,15 +111,17 @@ def _wrap_div_scalar(wrapped, instance, args, kwargs):
         bound = bind_arguments(wrapped, args, kwargs).arguments
         scalar = bound.get("scalar")
         is_int = bound.get("is_int", bound.get("kwargs", {}).get("is_int"))
-        in_float = (is_int is not None and _false(is_int)
-                    and _compat.since(_compat.DIV_SCALAR_IS_INT))
+        in_float = (
+            is_int is not None and _false(is_int) and _compat.since(_compat.DIV_SCALAR_IS_INT)
+        )
         if not in_float and not _empty(bound["data"]) and scalar_becomes_zero(scalar, dtype):
             record(PATCH)
             raise ZeroDivisionError(
                 "mxcompat: %s NDArray / %r divides by zero: MXNet converts the scalar to the "
                 "array's dtype (%s 0), and an integer division by 0 kills the process "
                 "(SIGFPE). Divide a float copy instead: x.astype('float32') / %r"
-                % (_name(dtype), scalar, _name(dtype), scalar))
+                % (_name(dtype), scalar, _name(dtype), scalar)
+            )
     return wrapped(*args, **kwargs)
 
 
@@ -122,18 +133,23 @@ def _wrap_div_arrays(wrapped, instance, args, kwargs):
         rhs = args[1] if len(args) > 1 else kwargs.get("rhs")
         # Other dtypes are MXNet's own type error.  An empty dividend divides nothing from
         # 1.6; 1.3 still divides by the divisor's 0.
-        if (getattr(rhs, "dtype", None) == dtype and not _empty(rhs) and not (
-                _empty(lhs) and _compat.since(_compat.EMPTY_DIVIDEND_RETURNS))):
+        if (
+            getattr(rhs, "dtype", None) == dtype
+            and not _empty(rhs)
+            and not (_empty(lhs) and _compat.since(_compat.EMPTY_DIVIDEND_RETURNS))
+        ):
             divisor = rhs.asnumpy()
             if not divisor.all():
                 import numpy as np
+
                 where = tuple(int(i) for i in np.argwhere(divisor == 0)[0])
                 record(PATCH)
                 raise ZeroDivisionError(
                     "mxcompat: %s NDArray / %s NDArray divides by zero: the divisor holds 0 "
                     "at index %r, and an integer division by 0 kills the process (SIGFPE). "
                     "Divide float copies instead: x.astype('float32') / "
-                    "y.astype('float32')" % (_name(dtype), _name(dtype), where))
+                    "y.astype('float32')" % (_name(dtype), _name(dtype), where)
+                )
     return wrapped(*args, **kwargs)
 
 
@@ -144,8 +160,11 @@ def _targets():
     for name in _compat.INT_DIVISION_SIGFPE["array"]:
         # Each name where MXNet binds it: mx.nd.broadcast_div and mx.nd.op.broadcast_div (one
         # object, bound twice), mx.nd.sparse's own; the aliases _div/_Div in _internal only.
-        modules = (("mxnet.ndarray._internal",) if name.startswith("_") else
-                   ("mxnet.ndarray", "mxnet.ndarray.op", "mxnet.ndarray.sparse"))
+        modules = (
+            ("mxnet.ndarray._internal",)
+            if name.startswith("_")
+            else ("mxnet.ndarray", "mxnet.ndarray.op", "mxnet.ndarray.sparse")
+        )
         for module in modules:
             targets.append(Target(module, name, _wrap_div_arrays))
     return targets

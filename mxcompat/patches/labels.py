@@ -44,6 +44,7 @@ A Gluon export or an inference graph has neither: its arguments are its inputs a
 learnable parameters.  Data names are left alone: a missing data name fails exactly as in
 MXNet.
 """
+
 import json
 
 from .._core.log import warn_once
@@ -54,11 +55,22 @@ PATCH = "labels"
 
 # Operators whose input 1 is a label (the names MXNet 1.3.1 ... 1.9.1 register; "Softmax" is
 # the deprecated pre-1.0 operator, which 1.3.1 still writes into JSON as such).
-_LABEL_AT_1 = frozenset((
-    "SoftmaxOutput", "Softmax", "LinearRegressionOutput", "LogisticRegressionOutput",
-    "MAERegressionOutput", "SVMOutput", "_sparse_LinearRegressionOutput",
-    "_sparse_LogisticRegressionOutput", "_sparse_MAERegressionOutput", "softmax_cross_entropy",
-    "_contrib_MultiBoxTarget", "_npx_multibox_target"))
+_LABEL_AT_1 = frozenset(
+    (
+        "SoftmaxOutput",
+        "Softmax",
+        "LinearRegressionOutput",
+        "LogisticRegressionOutput",
+        "MAERegressionOutput",
+        "SVMOutput",
+        "_sparse_LinearRegressionOutput",
+        "_sparse_LogisticRegressionOutput",
+        "_sparse_MAERegressionOutput",
+        "softmax_cross_entropy",
+        "_contrib_MultiBoxTarget",
+        "_npx_multibox_target",
+    )
+)
 # CTC loss: (data, label[, data_lengths][, label_lengths]); the optional inputs exist only when
 # their use_* flag is set.
 _CTC = frozenset(("CTCLoss", "ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"))
@@ -143,28 +155,39 @@ def _quoted(names):
 
 def _warn_dropped(dropped):
     record(PATCH)
-    warn_once(("labels-dropped", tuple(dropped)),
-              "label name(s) %s are not arguments of the symbol, and the symbol takes no "
-              "label (none of its arguments feeds the label of a loss operator such as "
-              "SoftmaxOutput, or is named *label); mxcompat drops them from label_names and "
-              "label_shapes" % _quoted(dropped))
+    warn_once(
+        ("labels-dropped", tuple(dropped)),
+        "label name(s) %s are not arguments of the symbol, and the symbol takes no "
+        "label (none of its arguments feeds the label of a loss operator such as "
+        "SoftmaxOutput, or is named *label); mxcompat drops them from label_names and "
+        "label_shapes" % _quoted(dropped),
+    )
 
 
 def _mistake(where, unknown, labels, verb="Pass"):
     """The error for label names a label-taking symbol does not have."""
     if len(labels) == 1:
         whose = "whose label input is %r" % labels[0]
-        iterator = ("give the data iterator's label the same name (e.g. NDArrayIter(..., "
-                    "label_name=%r))" % labels[0])
+        iterator = (
+            "give the data iterator's label the same name (e.g. NDArrayIter(..., "
+            "label_name=%r))" % labels[0]
+        )
     else:
         whose = "whose label inputs are %s" % _quoted(labels)
-        iterator = ("give the data iterator's labels the same names (e.g. NDArrayIter(data, "
-                    "label={%s}))" % ", ".join("%r: ..." % n for n in labels))
-    what = ("%r is not an input" % unknown[0] if len(unknown) == 1
-            else "%s are not inputs" % _quoted(unknown))
+        iterator = (
+            "give the data iterator's labels the same names (e.g. NDArrayIter(data, "
+            "label={%s}))" % ", ".join("%r: ..." % n for n in labels)
+        )
+    what = (
+        "%r is not an input" % unknown[0]
+        if len(unknown) == 1
+        else "%s are not inputs" % _quoted(unknown)
+    )
     record(PATCH)
-    return ValueError("mxcompat: %s: %s of the symbol, %s. %s label_names=%r and %s."
-                      % (where, what, whose, verb, list(labels), iterator))
+    return ValueError(
+        "mxcompat: %s: %s of the symbol, %s. %s label_names=%r and %s."
+        % (where, what, whose, verb, list(labels), iterator)
+    )
 
 
 def _wrap_module_init(wrapped, instance, args, kwargs):
@@ -177,8 +200,9 @@ def _wrap_module_init(wrapped, instance, args, kwargs):
     if arguments is not None:
         unknown = [n for n in names if n not in arguments]
         if unknown:
-            inputs = ((_names(bound.arguments.get("data_names", ("data",))) or [])
-                      + (_names(bound.arguments.get("state_names")) or []))
+            inputs = (_names(bound.arguments.get("data_names", ("data",))) or []) + (
+                _names(bound.arguments.get("state_names")) or []
+            )
             labels = _module_label_inputs(instance, symbol, inputs, arguments)
             if not labels:
                 _warn_dropped(unknown)
@@ -235,6 +259,7 @@ def _wrap_shapes_method(where):
             # batch's labels when the batch size changes: [] keeps that path working.
             instance._label_shapes = []
         return result
+
     return wrapper
 
 
@@ -256,20 +281,24 @@ def _wrap_call_sym_gen(wrapped, instance, args, kwargs):
     inputs = (_names(data_names) or []) + list(getattr(instance, "_state_names", None) or [])
     labels = label_inputs(symbol, inputs, arguments)
     if labels:
-        raise _mistake("sym_gen returned label_names=%r" % (label_names,), unknown, labels,
-                       verb="Return")
+        raise _mistake(
+            "sym_gen returned label_names=%r" % (label_names,), unknown, labels, verb="Return"
+        )
     _warn_dropped(unknown)
     return symbol, data_names, [n for n in names if n in arguments]
 
 
-register(Patch(
-    PATCH,
-    "Label names of a symbol that takes no label are dropped; a wrong label name is an error.",
-    targets=[
-        Target("mxnet.module.module", "Module.__init__", _wrap_module_init),
-        Target("mxnet.module.module", "Module.bind", _wrap_shapes_method("Module.bind")),
-        Target("mxnet.module.module", "Module.reshape", _wrap_shapes_method("Module.reshape")),
-        Target("mxnet.module.bucketing_module", "BucketingModule._call_sym_gen",
-               _wrap_call_sym_gen),
-    ],
-))
+register(
+    Patch(
+        PATCH,
+        "Label names of a symbol that takes no label are dropped; a wrong label name is an error.",
+        targets=[
+            Target("mxnet.module.module", "Module.__init__", _wrap_module_init),
+            Target("mxnet.module.module", "Module.bind", _wrap_shapes_method("Module.bind")),
+            Target("mxnet.module.module", "Module.reshape", _wrap_shapes_method("Module.reshape")),
+            Target(
+                "mxnet.module.bucketing_module", "BucketingModule._call_sym_gen", _wrap_call_sym_gen
+            ),
+        ],
+    )
+)

@@ -13,6 +13,7 @@ already gives NDArray the last word).
 ≥ 2.3 refuses because ``NDArray.dtype`` is a class (``np.float32``); the patch passes the
 other array's dtype instead, as NumPy 1 read it.  Patch name ``ndarray_to_numpy``.
 """
+
 from .._core.registry import Patch, Target, record, register
 
 PATCH = "ndarray_to_numpy"
@@ -21,8 +22,10 @@ PATCH = "ndarray_to_numpy"
 def __array__(self, dtype=None, copy=None):
     """The NDArray's numbers as a NumPy array (always a copy)."""
     if copy is False:
-        raise ValueError("an NDArray's data lives in MXNet's memory: NumPy can only get a "
-                         "copy of it (copy=False is impossible; mxcompat's ndarray_to_numpy)")
+        raise ValueError(
+            "an NDArray's data lives in MXNet's memory: NumPy can only get a "
+            "copy of it (copy=False is impossible; mxcompat's ndarray_to_numpy)"
+        )
     record(PATCH)
     out = self.asnumpy()
     return out if dtype is None or out.dtype == dtype else out.astype(dtype)
@@ -40,15 +43,18 @@ def _wrap_astype(wrapped, instance, args, kwargs):
 
 def _is_ndarray(value):
     from mxnet.ndarray import NDArray
+
     return isinstance(value, NDArray)
 
 
-register(Patch(
-    PATCH,
-    "NumPy gets an NDArray's numbers (__array__), so np.asarray, np.array_equal and "
-    "mx.test_utils.same work on every NumPy; x.astype(other_ndarray) on NumPy >= 2.3.",
-    targets=[
-        Target("mxnet.ndarray.ndarray", "NDArray.__array__", new=__array__),
-        Target("mxnet.ndarray.ndarray", "NDArray.astype", _wrap_astype),
-    ],
-))
+register(
+    Patch(
+        PATCH,
+        "NumPy gets an NDArray's numbers (__array__), so np.asarray, np.array_equal and "
+        "mx.test_utils.same work on every NumPy; x.astype(other_ndarray) on NumPy >= 2.3.",
+        targets=[
+            Target("mxnet.ndarray.ndarray", "NDArray.__array__", new=__array__),
+            Target("mxnet.ndarray.ndarray", "NDArray.astype", _wrap_astype),
+        ],
+    )
+)

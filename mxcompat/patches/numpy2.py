@@ -56,6 +56,7 @@ only on NumPy 2 (on NumPy 1 nothing is wrapped).  On the operator path it costs 
 call (a function with MXNet's signature and one type test per parameter; see
 ``_invoke_proxy``).  Patch name ``numpy2``.
 """
+
 import functools
 import sys
 import types
@@ -67,10 +68,10 @@ from .._core.util import bind_arguments
 PATCH = "numpy2"
 
 # Set when the patch is applied (read on every operator call: plain globals are the cheapest).
-_on = False             # NumPy 2 is imported: the fixes are needed
-_np = None              # the numpy module
-_tostring = None        # the ndarray view class that serves tostring (NumPy >= 2.3), or None
-_one_element = False    # NumPy refuses a scalar of a 1-element array
+_on = False  # NumPy 2 is imported: the fixes are needed
+_np = None  # the numpy module
+_tostring = None  # the ndarray view class that serves tostring (NumPy >= 2.3), or None
+_one_element = False  # NumPy refuses a scalar of a 1-element array
 
 
 def _numpy2():
@@ -78,6 +79,7 @@ def _numpy2():
 
 
 # --- NEP 51: parameters as NumPy 1 wrote them ----------------------------------------------
+
 
 def _needs_legacy(value, generic):
     # Only a plain list/tuple holding a NumPy scalar (at any depth) prints differently.
@@ -93,7 +95,7 @@ def _legacy_repr(value, np):
     if isinstance(value, np.generic):
         if isinstance(value, (np.str_, np.bytes_)):
             return repr(value.item())
-        return str(value)     # NumPy 1's repr of a numeric scalar was its str
+        return str(value)  # NumPy 1's repr of a numeric scalar was its str
     if type(value) is tuple:
         inner = ", ".join(_legacy_repr(v, np) for v in value)
         return "(%s,)" % inner if len(value) == 1 else "(%s)" % inner
@@ -149,7 +151,7 @@ def _signature(func):
     code = getattr(func, "__code__", None)
     if code is None or func.__defaults__ or func.__kwdefaults__:
         return None
-    return code.co_varnames[:code.co_argcount]
+    return code.co_varnames[: code.co_argcount]
 
 
 def _invoke_proxy(original):
@@ -166,6 +168,7 @@ def _invoke_proxy(original):
     # One function per arity, spelled out: star arguments or a shared helper call would each
     # add about a third to the cost.
     if signature == _INVOKE_ARGS:
+
         def invoke(handle, ndargs, keys, vals, out, is_np_op, output_is_list):
             for value in vals:
                 if type(value) in seq:
@@ -174,10 +177,11 @@ def _invoke_proxy(original):
                             break
                     else:
                         continue
-                    vals = legacy(vals)    # fixes every value at once
+                    vals = legacy(vals)  # fixes every value at once
                     break
             return original(handle, ndargs, keys, vals, out, is_np_op, output_is_list)
     elif signature == _INVOKE_ARGS[:6]:
+
         def invoke(handle, ndargs, keys, vals, out, is_np_op):
             for value in vals:
                 if type(value) in seq:
@@ -186,10 +190,11 @@ def _invoke_proxy(original):
                             break
                     else:
                         continue
-                    vals = legacy(vals)    # fixes every value at once
+                    vals = legacy(vals)  # fixes every value at once
                     break
             return original(handle, ndargs, keys, vals, out, is_np_op)
     elif signature == _INVOKE_ARGS[:5]:
+
         def invoke(handle, ndargs, keys, vals, out):
             for value in vals:
                 if type(value) in seq:
@@ -198,7 +203,7 @@ def _invoke_proxy(original):
                             break
                     else:
                         continue
-                    vals = legacy(vals)    # fixes every value at once
+                    vals = legacy(vals)  # fixes every value at once
                     break
             return original(handle, ndargs, keys, vals, out)
     else:
@@ -219,11 +224,13 @@ def _generic_proxy(original, position):
         def __call__(self, *args, **kwargs):
             if len(args) > position:
                 if not _plain(args[position]):
-                    args = args[:position] + (_legacy_values(args[position]),) \
-                        + args[position + 1:]
+                    args = (
+                        args[:position] + (_legacy_values(args[position]),) + args[position + 1 :]
+                    )
             elif "vals" in kwargs and not _plain(kwargs["vals"]):
                 kwargs["vals"] = _legacy_values(kwargs["vals"])
             return original(*args, **kwargs)
+
     return _Parameters(original)
 
 
@@ -268,7 +275,8 @@ def _wrap_var(wrapped, instance, args, kwargs):
             elif name == "shape" and _needs_legacy(value, _np.generic):
                 # The shape must stay a tuple (var also uses it); plain ints print as NumPy 1.
                 bound.arguments[name] = type(value)(
-                    int(d) if isinstance(d, _np.integer) else d for d in value)
+                    int(d) if isinstance(d, _np.integer) else d for d in value
+                )
                 changed = True
         if changed:
             record(PATCH)
@@ -277,6 +285,7 @@ def _wrap_var(wrapped, instance, args, kwargs):
 
 
 # --- NEP 50: metric sums accumulate as under NumPy 1 ---------------------------------------
+
 
 class _Sum(float):
     """A metric's running sum at reset: adds like a Python ``float`` under NumPy 1.
@@ -290,8 +299,7 @@ class _Sum(float):
 
     def _numpy_operand(self, other):
         np = _np
-        return isinstance(other, np.generic) or (isinstance(other, np.ndarray)
-                                                 and other.ndim == 0)
+        return isinstance(other, np.generic) or (isinstance(other, np.ndarray) and other.ndim == 0)
 
     def __add__(self, other):
         if self._numpy_operand(other):
@@ -306,7 +314,7 @@ class _Sum(float):
         return float.__radd__(self, other)
 
     def __reduce__(self):
-        return (float, (float(self),))   # pickles as the float it is
+        return (float, (float(self),))  # pickles as the float it is
 
     # ...but a copy stays a _Sum: MXNet's own tests (test_metric's _check_global_metric) and
     # users deepcopy a fresh metric, whose copy must sum as the original does.  Immutable, so
@@ -351,6 +359,7 @@ def _wrap_clip_global_norm(wrapped, instance, args, kwargs):
 
 # --- ndarray.tostring (removed in NumPy 2.3) in recordio -----------------------------------
 
+
 class _Overlay:
     """A module as the code run by ``_call_with`` sees it: ``attrs`` first, then the module."""
 
@@ -367,10 +376,11 @@ def _call_with(func, args, kwargs, **names):
     globals of those names, for this call only: the code runs over a copy of the module's
     namespace, so the module, other threads and other calls still see the originals."""
     if type(func) is not types.FunctionType:
-        return func(*args, **kwargs)   # someone else's wrapper beneath ours: left as it is
+        return func(*args, **kwargs)  # someone else's wrapper beneath ours: left as it is
     namespace = dict(func.__globals__, **names)
-    twin = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
-                              func.__closure__)
+    twin = types.FunctionType(
+        func.__code__, namespace, func.__name__, func.__defaults__, func.__closure__
+    )
     twin.__kwdefaults__ = func.__kwdefaults__
     return twin(*args, **kwargs)
 
@@ -384,6 +394,7 @@ def _tostring_class(np):
     class _ArrayWithTostring(np.ndarray):
         def tostring(self, order="C"):
             return self.tobytes(order)
+
     return _ArrayWithTostring
 
 
@@ -412,11 +423,13 @@ def _wrap_pack_img(wrapped, instance, args, kwargs):
     def imencode(*a, **k):
         ok, buf = cv2.imencode(*a, **k)
         return ok, _with_tostring(buf)
+
     record(PATCH)
     return _call_with(wrapped, args, kwargs, cv2=_Overlay(cv2, imencode=imencode))
 
 
 # --- int() of a 1-element array (refused from NumPy 2.4) in while_loop ---------------------
+
 
 def _wrap_while_loop(wrapped, instance, args, kwargs):
     # while_loop(cond, func, loop_vars, max_iterations=None[, name]) runs int(max_iterations),
@@ -434,6 +447,7 @@ def _wrap_while_loop(wrapped, instance, args, kwargs):
 
 # --- targets --------------------------------------------------------------------------------
 
+
 def _on_apply():
     global _np, _on, _tostring, _one_element
     _np = sys.modules.get("numpy")
@@ -447,17 +461,30 @@ def _on_remove():
     _on = False
 
 
-_IO_ITERATORS = ("CSVIter", "ImageDetRecordIter", "ImageRecordInt8Iter", "ImageRecordIter",
-                 "ImageRecordIter_v1", "ImageRecordUInt8Iter", "ImageRecordUInt8Iter_v1",
-                 "LibSVMIter", "MNISTIter")
+_IO_ITERATORS = (
+    "CSVIter",
+    "ImageDetRecordIter",
+    "ImageRecordInt8Iter",
+    "ImageRecordIter",
+    "ImageRecordIter_v1",
+    "ImageRecordUInt8Iter",
+    "ImageRecordUInt8Iter_v1",
+    "LibSVMIter",
+    "MNISTIter",
+)
 
 # Metric classes (present in 1.3.1 … 1.9.1) whose own reset / reset_local set the sums:
 # reset_local appears in 1.4, PearsonCorrelation.reset in 1.6 (before, the inherited one is
 # wrapped on the subclass, harmlessly).  PCC (1.5+) computes its sums as properties.
-_METRIC_RESETS = [("EvalMetric", "reset"), ("EvalMetric", "reset_local"),
-                  ("F1", "reset"), ("F1", "reset_local"),
-                  ("MCC", "reset"), ("MCC", "reset_local"),
-                  ("PearsonCorrelation", "reset")]
+_METRIC_RESETS = [
+    ("EvalMetric", "reset"),
+    ("EvalMetric", "reset_local"),
+    ("F1", "reset"),
+    ("F1", "reset_local"),
+    ("MCC", "reset"),
+    ("MCC", "reset_local"),
+    ("PearsonCorrelation", "reset"),
+]
 
 
 def _targets():
@@ -486,14 +513,23 @@ def _targets():
         for name in _IO_ITERATORS:
             targets.append(Target(module, name, _wrap_kwargs_values, optional=True))
     for cls, method in _METRIC_RESETS:
-        targets.append(Target("mxnet.metric", "%s.%s" % (cls, method), _wrap_metric_reset,
-                              optional=True))
+        targets.append(
+            Target("mxnet.metric", "%s.%s" % (cls, method), _wrap_metric_reset, optional=True)
+        )
     return targets
 
 
 # On NumPy 2 only (when=_numpy2): on NumPy 1 nothing is wrapped.
-register(Patch(PATCH, "MXNet's Python layer on NumPy 2: NumPy 1 scalar reprs in operator "
-                      "parameters (NEP 51), NumPy 1 promotion in metric sums (NEP 50), "
-                      "tobytes for the removed ndarray.tostring, while_loop's "
-                      "max_iterations as a 1-element array (NumPy >= 2.4).",
-               targets=_targets(), on_apply=_on_apply, on_remove=_on_remove, when=_numpy2))
+register(
+    Patch(
+        PATCH,
+        "MXNet's Python layer on NumPy 2: NumPy 1 scalar reprs in operator "
+        "parameters (NEP 51), NumPy 1 promotion in metric sums (NEP 50), "
+        "tobytes for the removed ndarray.tostring, while_loop's "
+        "max_iterations as a 1-element array (NumPy >= 2.4).",
+        targets=_targets(),
+        on_apply=_on_apply,
+        on_remove=_on_remove,
+        when=_numpy2,
+    )
+)

@@ -38,6 +38,7 @@ The names are restored by the ``sys.meta_path`` finder of ``_core.hooks`` (patch
 ``numpy_names``); ``MXCOMPAT_DISABLE=1`` or ``MXCOMPAT_DISABLE_PATCHES=numpy_names`` turns
 this off and ``mxcompat.unpatch("numpy_names")`` removes the names again.
 """
+
 import sys
 import threading
 import types
@@ -55,22 +56,27 @@ _FINANCIAL_MESSAGE = (
     "numpy.{0} was taken out of NumPy in 1.20 (NEP 32): the financial functions live in the "
     "numpy-financial package now.  Install it (pip install numpy-financial) and call "
     "numpy_financial.{0}.  mxcompat put this numpy.{0} back as a placeholder only so that "
-    "MXNet, which re-exports the name, can be imported.")
+    "MXNet, which re-exports the name, can be imported."
+)
 
 
 def _financial(name):
     def removed(*args, **kwargs):
         raise RuntimeError(_FINANCIAL_MESSAGE.format(name))
+
     removed.__name__ = removed.__qualname__ = name
     removed.__module__ = "numpy"
-    removed.__doc__ = ("Removed from NumPy (NEP 32): use numpy_financial.%s from the "
-                       "numpy-financial package.  Calling this stub raises RuntimeError." % name)
+    removed.__doc__ = (
+        "Removed from NumPy (NEP 32): use numpy_financial.%s from the "
+        "numpy-financial package.  Calling this stub raises RuntimeError." % name
+    )
     return removed
 
 
 def _in1d(np):
     def in1d(ar1, ar2, assume_unique=False, invert=False, **kwargs):
         return np.isin(ar1, ar2, assume_unique=assume_unique, invert=invert, **kwargs).ravel()
+
     in1d.__module__ = "numpy"
     in1d.__doc__ = "``np.isin(ar1, ar2, ...).ravel()``: NumPy's replacement for in1d."
     return in1d
@@ -79,14 +85,17 @@ def _in1d(np):
 def _msort(np):
     def msort(a):
         return np.sort(a, axis=0)
+
     msort.__module__ = "numpy"
     msort.__doc__ = "``np.sort(a, axis=0)``: NumPy's replacement for msort."
     return msort
 
 
 def _compat_module(np):
-    module = types.ModuleType("numpy.compat", "Restored by mxcompat: MXNet reads "
-                              "numpy.compat.basestring (NumPy 2 removed numpy.compat).")
+    module = types.ModuleType(
+        "numpy.compat",
+        "Restored by mxcompat: MXNet reads numpy.compat.basestring (NumPy 2 removed numpy.compat).",
+    )
     module.basestring = str
     return module
 
@@ -115,8 +124,8 @@ NAMES = [
 ] + [(name, (lambda name: lambda np: _financial(name))(name)) for name in _FINANCIAL]
 
 _lock = threading.Lock()
-_added = {}                 # name -> the object mxcompat put on numpy
-_restored_before_mxnet = False   # the finder restored the names as mxnet's import began
+_added = {}  # name -> the object mxcompat put on numpy
+_restored_before_mxnet = False  # the finder restored the names as mxnet's import began
 
 
 def _has(np, name):
@@ -151,7 +160,7 @@ def restore(np=None):
                 continue
             try:
                 value = factory(np)
-            except AttributeError:   # a replacement this NumPy lacks too: leave it missing
+            except AttributeError:  # a replacement this NumPy lacks too: leave it missing
                 continue
             setattr(np, name, value)
             _added[name] = value
@@ -197,14 +206,22 @@ def _on_apply():
     # mxnet was imported before mxcompat and loaded without them.
     late = restore()
     if late and not _restored_before_mxnet:
-        warn_once(_preimport.LATE_IMPORT_KEY,
-                  "mxnet was imported before mxcompat, so it loaded without the NumPy names "
-                  "it needs (numpy.%s); mxcompat added them now, but import mxcompat before "
-                  "mxnet (first line of the program), or start the program with "
-                  "`mxcompat run`." % ", numpy.".join(late))
+        warn_once(
+            _preimport.LATE_IMPORT_KEY,
+            "mxnet was imported before mxcompat, so it loaded without the NumPy names "
+            "it needs (numpy.%s); mxcompat added them now, but import mxcompat before "
+            "mxnet (first line of the program), or start the program with "
+            "`mxcompat run`." % ", numpy.".join(late),
+        )
 
 
-register(Patch(PATCH, "The NumPy names MXNet's Python code reads, back where NumPy 1.24 … 2.x "
-                      "removed them.", on_apply=_on_apply, on_remove=remove))
+register(
+    Patch(
+        PATCH,
+        "The NumPy names MXNet's Python code reads, back where NumPy 1.24 … 2.x removed them.",
+        on_apply=_on_apply,
+        on_remove=remove,
+    )
+)
 _preimport.register(PATCH, _before_mxnet)
 _preimport.install()

@@ -8,6 +8,7 @@ being imported under ``-OO``, mxcompat gives those classes an empty docstring as
 two modules finishes loading (before any operator is registered).  Patch name ``python_oo``;
 it applies under ``-OO`` only.
 """
+
 import sys
 
 import wrapt
@@ -40,6 +41,12 @@ def _before_mxnet(version):
 
 
 # Under -OO only (when=stripped).
-register(Patch(PATCH, "MXNet under python -OO: the doc classes whose docstrings MXNet joins "
-                      "while it imports get empty ones instead of None.", when=stripped))
+register(
+    Patch(
+        PATCH,
+        "MXNet under python -OO: the doc classes whose docstrings MXNet joins "
+        "while it imports get empty ones instead of None.",
+        when=stripped,
+    )
+)
 _preimport.register(PATCH, _before_mxnet)

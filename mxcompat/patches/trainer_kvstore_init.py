@@ -23,11 +23,14 @@ worker before each has its weights.  One wait per parameter initialisation (the 
 and a step after deferred parameters got their shapes); no cost per step.  A local kvstore
 (one machine) has no server and is left alone.  Patch name ``trainer_kvstore_init``.
 """
+
 from .._core.registry import Patch, Target, record, register
 
 PATCH = "trainer_kvstore_init"
-DOC = ("A distributed Gluon Trainer (MXNet >= 1.7) waits for its initial weights to arrive "
-       "before the first gradients are pushed, so every worker starts from the same weights.")
+DOC = (
+    "A distributed Gluon Trainer (MXNet >= 1.7) waits for its initial weights to arrive "
+    "before the first gradients are pushed, so every worker starts from the same weights."
+)
 
 
 def _wrap_init_params(wrapped, instance, args, kwargs):
@@ -51,7 +54,10 @@ def _wrap_init_params(wrapped, instance, args, kwargs):
     return result
 
 
-register(Patch(
-    PATCH, DOC,
-    targets=[Target("mxnet.gluon.trainer", "Trainer._init_params", _wrap_init_params)],
-))
+register(
+    Patch(
+        PATCH,
+        DOC,
+        targets=[Target("mxnet.gluon.trainer", "Trainer._init_params", _wrap_init_params)],
+    )
+)

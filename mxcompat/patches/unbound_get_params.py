@@ -13,12 +13,15 @@ what to call first, the same on every release.  It stays an ``AssertionError`` (
 raises there), so a caller's ``except AssertionError`` keeps working.  Patch name
 ``unbound_get_params``.
 """
+
 from .._core import facts as _compat
 from .._core.registry import Patch, Target, record, register
 
 PATCH = "unbound_get_params"
-DOC = ("Module.get_params() returns a loaded module's parameters before bind (as 1.6+ do), "
-       "and says what to call first when there are none.")
+DOC = (
+    "Module.get_params() returns a loaded module's parameters before bind (as 1.6+ do), "
+    "and says what to call first when there are none."
+)
 
 
 def _not_ready(instance, cls):
@@ -29,8 +32,9 @@ def _not_ready(instance, cls):
         if cls == "Module":
             # BucketingModule.load is 1.6+ only; Module.load is on every release.
             todo += ", or create it with Module.load(prefix, epoch)"
-    return AssertionError("mxcompat: %s.get_params(): the module has no parameters yet; %s"
-                          % (cls, todo))
+    return AssertionError(
+        "mxcompat: %s.get_params(): the module has no parameters yet; %s" % (cls, todo)
+    )
 
 
 def _wrap_get_params(cls):
@@ -38,20 +42,30 @@ def _wrap_get_params(cls):
         if not instance.params_initialized:
             record(PATCH)
             raise _not_ready(instance, cls)
-        if (cls == "Module" and not instance.binded
-                and not _compat.since(_compat.UNBOUND_GET_PARAMS)):
+        if (
+            cls == "Module"
+            and not instance.binded
+            and not _compat.since(_compat.UNBOUND_GET_PARAMS)
+        ):
             # What 1.6+ return here: unbound, nothing was computed on a device since load.
             record(PATCH)
             return instance._arg_params, instance._aux_params
         return wrapped(*args, **kwargs)
+
     return wrapper
 
 
-register(Patch(
-    PATCH, DOC,
-    targets=[
-        Target("mxnet.module.module", "Module.get_params", _wrap_get_params("Module")),
-        Target("mxnet.module.bucketing_module", "BucketingModule.get_params",
-               _wrap_get_params("BucketingModule")),
-    ],
-))
+register(
+    Patch(
+        PATCH,
+        DOC,
+        targets=[
+            Target("mxnet.module.module", "Module.get_params", _wrap_get_params("Module")),
+            Target(
+                "mxnet.module.bucketing_module",
+                "BucketingModule.get_params",
+                _wrap_get_params("BucketingModule"),
+            ),
+        ],
+    )
+)

@@ -1,4 +1,5 @@
 """``mxcompat run`` / ``mxcompat check`` / ``python -m mxcompat``, as real commands."""
+
 import json
 import os
 import re
@@ -14,35 +15,57 @@ import mxcompat
 from mxcompat._core import facts as _compat, registry as _patching, traps as _traps
 from mxcompat.cli import BOOTSTRAP
 
-from conftest import (MX_VERSION, ROOT, ONEDNN_FC, ONEDNN_FC_RUNS, applicable_patches,
-                      mxcompat_cmd, plain_import_works, subprocess_env, write)
+from conftest import (
+    MX_VERSION,
+    ROOT,
+    ONEDNN_FC,
+    ONEDNN_FC_RUNS,
+    applicable_patches,
+    mxcompat_cmd,
+    plain_import_works,
+    subprocess_env,
+    write,
+)
 
 EXAMPLES = os.path.join(ROOT, "examples")
 
 
 def test_run_passes_argv_main_path_and_file(tmpdir):
-    script = write(tmpdir.join("show.py"), """
+    script = write(
+        tmpdir.join("show.py"),
+        """
         import sys, json
         print(json.dumps({"argv": sys.argv, "name": __name__, "path0": sys.path[0],
                           "file": __file__, "mxcompat": "mxcompat" in sys.modules}))
-    """)
+    """,
+    )
     proc = mxcompat_cmd("run", script, "a", "--freeze", "x", cwd=str(tmpdir))
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
-    assert seen == {"argv": [script, "a", "--freeze", "x"], "name": "__main__",
-                    "path0": str(tmpdir), "file": script, "mxcompat": True}
+    assert seen == {
+        "argv": [script, "a", "--freeze", "x"],
+        "name": "__main__",
+        "path0": str(tmpdir),
+        "file": script,
+        "mxcompat": True,
+    }
 
 
 def test_run_exit_codes_and_traceback(tmpdir):
-    assert mxcompat_cmd("run", write(tmpdir.join("e3.py"), "import sys; sys.exit(3)\n")
-                        ).returncode == 3
+    assert (
+        mxcompat_cmd("run", write(tmpdir.join("e3.py"), "import sys; sys.exit(3)\n")).returncode
+        == 3
+    )
     proc = mxcompat_cmd("run", write(tmpdir.join("emsg.py"), "raise SystemExit('bye')\n"))
     assert (proc.returncode, proc.stderr.strip()) == (1, "bye")
-    boom = write(tmpdir.join("boom.py"), """
+    boom = write(
+        tmpdir.join("boom.py"),
+        """
         def f():
             raise RuntimeError("user bug")
         f()
-    """)
+    """,
+    )
     proc = mxcompat_cmd("run", boom)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
@@ -61,11 +84,14 @@ def test_run_module_with_relative_imports(tmpdir):
     pkg = tmpdir.mkdir("pkg")
     write(pkg.join("__init__.py"), "")
     write(pkg.join("helper.py"), "VALUE = 7\n")
-    write(pkg.join("tool.py"), """
+    write(
+        pkg.join("tool.py"),
+        """
         import sys
         from .helper import VALUE
         print(__name__, VALUE, sys.argv[1:], "mxcompat" in sys.modules)
-    """)
+    """,
+    )
     proc = mxcompat_cmd("run", "-m", "pkg.tool", "x", "--no-patch", "y", cwd=str(tmpdir))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["__main__", "7", "['x',", "'--no-patch',", "'y']", "True"]
@@ -75,7 +101,8 @@ def test_missing_script_is_exit_2_with_one_line(tmpdir):
     proc = mxcompat_cmd("run", str(tmpdir.join("nope.py")))
     assert proc.returncode == 2
     assert proc.stderr == "mxcompat run: can't open file %r: no such file\n" % str(
-        tmpdir.join("nope.py"))
+        tmpdir.join("nope.py")
+    )
 
 
 def test_unknown_no_patch_name_is_exit_2(tmpdir):
@@ -86,8 +113,14 @@ def test_unknown_no_patch_name_is_exit_2(tmpdir):
 
 def test_help_lists_options_and_environment():
     out = mxcompat_cmd("run", "--help").stdout
-    for word in ("--freeze", "--no-patch", "-m MODULE", "MXCOMPAT_DISABLE=1",
-                 "MXCOMPAT_DISABLE_PATCHES", "MXCOMPAT_FREEZE"):
+    for word in (
+        "--freeze",
+        "--no-patch",
+        "-m MODULE",
+        "MXCOMPAT_DISABLE=1",
+        "MXCOMPAT_DISABLE_PATCHES",
+        "MXCOMPAT_FREEZE",
+    ):
         assert word in out
     top = mxcompat_cmd("--help").stdout
     assert "run" in top and "check" in top and "patches" in top and "--version" in top
@@ -104,13 +137,20 @@ def test_run_fixes_the_legacy_example_and_no_patch_turns_it_off():
     # Without mxcompat at all the example fails the same way (where MXNet imports at all
     # without mxcompat: not 1.6+ on NumPy >= 1.24 or Python >= 3.12).
     if plain_import_works():
-        plain = subprocess.run([sys.executable, example], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
+        plain = subprocess.run(
+            [sys.executable, example],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            timeout=180,
+        )
         assert plain.stderr.strip().splitlines()[-1] == "KeyError: 'softmax_label'"
 
 
 def test_child_processes_inherit_the_patches(tmpdir):
-    script = write(tmpdir.join("mp.py"), """
+    script = write(
+        tmpdir.join("mp.py"),
+        """
         import multiprocessing as mp
         def probe(_):
             import sys
@@ -124,7 +164,8 @@ def test_child_processes_inherit_the_patches(tmpdir):
             import subprocess, sys
             print(subprocess.check_output([sys.executable, "-c",
                   "import sys; print('mxcompat' in sys.modules)"], universal_newlines=True).strip())
-    """)
+    """,
+    )
     proc = mxcompat_cmd("run", "--no-patch", "bare_names", script)
     assert proc.returncode == 0, proc.stderr[-3000:]
     expected = tuple(n for n in applicable_patches() if n != "bare_names")
@@ -134,8 +175,10 @@ def test_child_processes_inherit_the_patches(tmpdir):
 def test_user_sitecustomize_still_runs(tmpdir):
     site = tmpdir.mkdir("site")
     write(site.join("sitecustomize.py"), "import os; os.environ['USER_SITE_RAN'] = '1'\n")
-    script = write(tmpdir.join("s.py"), "import os, sys; print(os.environ.get('USER_SITE_RAN'),"
-                                        " 'mxcompat' in sys.modules)\n")
+    script = write(
+        tmpdir.join("s.py"),
+        "import os, sys; print(os.environ.get('USER_SITE_RAN'), 'mxcompat' in sys.modules)\n",
+    )
     paths = [str(site)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     proc = mxcompat_cmd("run", script, env={"PYTHONPATH": os.pathsep.join(paths)})
     assert proc.stdout.split() == ["1", "True"]
@@ -154,29 +197,44 @@ def test_check_passes_and_json():
     assert all(r["status"] in ("ok", "skipped") for r in report["results"])
     assert all(r["detail"] for r in report["results"] if r["status"] == "skipped")
     import mxnet
+
     assert report["versions"]["mxnet"] == mxnet.__version__
     by_name = {r["name"]: r for r in report["results"]}
     assert (by_name["onednn_fc_bias"]["status"], by_name["onednn_fc_bias"]["detail"]) == (
-        ("ok", "fc_weight bit for bit, fc_bias trained (plain MXNet with oneDNN: fc_bias "
-               "stays fixed)") if ONEDNN_FC else ONEDNN_FC_SKIP)
+        (
+            "ok",
+            "fc_weight bit for bit, fc_bias trained (plain MXNet with oneDNN: fc_bias stays fixed)",
+        )
+        if ONEDNN_FC
+        else ONEDNN_FC_SKIP
+    )
     assert (by_name["int_division"]["status"], by_name["int_division"]["detail"]) == (
-        "ok", "ZeroDivisionError (plain MXNet: SIGFPE kills the process)")
-    assert (by_name["unbound_get_params"]["status"],
-            by_name["unbound_get_params"]["detail"]) == (
-        "ok", "the loaded parameters before bind; what to call first when there are none")
+        "ok",
+        "ZeroDivisionError (plain MXNet: SIGFPE kills the process)",
+    )
+    assert (by_name["unbound_get_params"]["status"], by_name["unbound_get_params"]["detail"]) == (
+        "ok",
+        "the loaded parameters before bind; what to call first when there are none",
+    )
     assert (by_name["frozen_statistics"]["status"], by_name["frozen_statistics"]["detail"]) == (
-        "ok", "bn_moving_mean bit for bit, bn_moving_var moved, Module and SymbolBlock "
-              "(plain MXNet: both move)")
+        "ok",
+        "bn_moving_mean bit for bit, bn_moving_var moved, Module and SymbolBlock "
+        "(plain MXNet: both move)",
+    )
     assert (by_name["fixed_param_names"]["status"], by_name["fixed_param_names"]["detail"]) == (
-        "ok", "the module's own names and the registry's")
+        "ok",
+        "the module's own names and the registry's",
+    )
 
 
 # Why the onednn_fc_bias check is skipped where the patch does not apply.
-ONEDNN_FC_SKIP = ("skipped", "oneDNN FullyConnected kernels are only in the MKLDNN wheels "
-                             "from MXNet 1.7; a fixed FC weight does not stop its bias here"
-                  if MX_VERSION[:2] < (1, 7) else
-                  "this MXNet build has no MKLDNN (oneDNN); a fixed FC weight does not stop "
-                  "its bias here")
+ONEDNN_FC_SKIP = (
+    "skipped",
+    "oneDNN FullyConnected kernels are only in the MKLDNN wheels "
+    "from MXNet 1.7; a fixed FC weight does not stop its bias here"
+    if MX_VERSION[:2] < (1, 7)
+    else "this MXNet build has no MKLDNN (oneDNN); a fixed FC weight does not stop its bias here",
+)
 
 
 def test_check_fails_when_a_patch_is_off():
@@ -197,7 +255,8 @@ def test_check_onednn_fc_bias_fails_when_that_patch_is_off():
         assert proc.returncode == 1 and result["status"] == "failed"
         assert result["detail"] == (
             "AssertionError: moved {'fc_weight': False, 'fc_bias': False}, expected only "
-            "fc_bias (plain MXNet with oneDNN keeps fc_bias fixed too)")
+            "fc_bias (plain MXNet with oneDNN keeps fc_bias fixed too)"
+        )
     elif ONEDNN_FC:
         # MXNET_MKLDNN_ENABLED=0: MXNet's own kernels train the bias.
         assert proc.returncode == 0 and result["status"] == "ok"
@@ -218,26 +277,36 @@ def test_check_int_division_and_get_params_fail_when_their_patches_are_off():
     report, by_name = _check_with_patches_off("int_division,unbound_get_params")
     # The probe died, not mxcompat check.
     assert (by_name["int_division"]["status"], by_name["int_division"]["detail"]) == (
-        "failed", "AssertionError: int32 NDArray / 0.5 killed the process (SIGFPE)")
-    assert (by_name["unbound_get_params"]["status"],
-            by_name["unbound_get_params"]["detail"]) == (
-        "failed", "AssertionError: get_params() with no parameters: AssertionError('')"
-        if _compat.since(_compat.UNBOUND_GET_PARAMS) else
-        "AssertionError: Module.load(...).get_params() before bind: AssertionError('')")
+        "failed",
+        "AssertionError: int32 NDArray / 0.5 killed the process (SIGFPE)",
+    )
+    assert (by_name["unbound_get_params"]["status"], by_name["unbound_get_params"]["detail"]) == (
+        "failed",
+        "AssertionError: get_params() with no parameters: AssertionError('')"
+        if _compat.since(_compat.UNBOUND_GET_PARAMS)
+        else "AssertionError: Module.load(...).get_params() before bind: AssertionError('')",
+    )
     assert [r["name"] for r in report["results"] if r["status"] == "failed"] == [
-        "int_division", "unbound_get_params"]
+        "int_division",
+        "unbound_get_params",
+    ]
 
 
 def test_check_frozen_statistics_and_fixed_param_names_fail_when_their_patches_are_off():
     report, by_name = _check_with_patches_off("frozen_statistics,fixed_param_names")
     assert (by_name["frozen_statistics"]["status"], by_name["frozen_statistics"]["detail"]) == (
-        "failed", "AssertionError: Module: moved {'bn_moving_mean': True, 'bn_moving_var': "
-                  "True}, expected only bn_moving_var")
+        "failed",
+        "AssertionError: Module: moved {'bn_moving_mean': True, 'bn_moving_var': "
+        "True}, expected only bn_moving_var",
+    )
     assert (by_name["fixed_param_names"]["status"], by_name["fixed_param_names"]["detail"]) == (
-        "failed", "AssertionError: _fixed_param_names ['fc_bias'], expected ['fc_bias', "
-                  "'fc_weight']")
+        "failed",
+        "AssertionError: _fixed_param_names ['fc_bias'], expected ['fc_bias', 'fc_weight']",
+    )
     assert [r["name"] for r in report["results"] if r["status"] == "failed"] == [
-        "frozen_statistics", "fixed_param_names"]
+        "frozen_statistics",
+        "fixed_param_names",
+    ]
 
 
 def _numpy_fixes_here():
@@ -245,6 +314,7 @@ def _numpy_fixes_here():
     change came in: NEP 50/51 in 2.0, ndarray.tostring and np.dtype(NDArray) in 2.3, int()
     of a 1-element array refused in 2.4)."""
     import numpy
+
     version = tuple(int(p) for p in numpy.__version__.split(".")[:2])
     names = []
     if version >= (2, 0):
@@ -264,40 +334,51 @@ def test_check_lists_the_numpy_fixes_in_use():
     result = {r["name"]: r for r in json.loads(proc.stdout)["results"]}["numpy_fixes"]
     version, names = _numpy_fixes_here()
     assert (result["status"], result["detail"]) == (
-        "ok", "in use on NumPy %s: %s" % (version, "; ".join(names)))
+        "ok",
+        "in use on NumPy %s: %s" % (version, "; ".join(names)),
+    )
 
 
 def test_check_numpy_fixes_fail_with_their_patches_off():
     import numpy
+
     numpy2 = int(numpy.__version__.split(".")[0]) >= 2
     # On NumPy 2 the first scenario (NEP 51) needs numpy2; on NumPy 1 only NDArray.__array__
     # applies.
-    proc = mxcompat_cmd("check", "--json", env={
-        "MXCOMPAT_DISABLE_PATCHES": "numpy2" if numpy2 else "ndarray_to_numpy"})
+    proc = mxcompat_cmd(
+        "check",
+        "--json",
+        env={"MXCOMPAT_DISABLE_PATCHES": "numpy2" if numpy2 else "ndarray_to_numpy"},
+    )
     result = {r["name"]: r for r in json.loads(proc.stdout)["results"]}["numpy_fixes"]
     assert proc.returncode == 1 and result["status"] == "failed"
     if numpy2:
         assert result["detail"].startswith(
-            "AssertionError: NEP 51 scalar reprs in operator parameters: MXNetError: ")
+            "AssertionError: NEP 51 scalar reprs in operator parameters: MXNetError: "
+        )
         assert "value='(np.int64(3), np.int64(2))'" in result["detail"]
     elif tuple(int(p) for p in numpy.__version__.split(".")[:2]) >= (1, 24):
         # NumPy 1.24 ... 1.26 refuse the opaque sequence as NumPy 2 does.
         assert result["detail"] == (
             "AssertionError: NDArray.__array__ (np.asarray gets the numbers): ValueError: "
             "setting an array element with a sequence. The requested array would exceed the "
-            "maximum number of dimension of 32.")
-    else:   # NumPy 1 up to 1.23 builds an object array of NDArrays
-        assert result["detail"] == ("AssertionError: NDArray.__array__ (np.asarray gets the "
-                                    "numbers): AssertionError: np.asarray(NDArray) gave dtype "
-                                    "object")
+            "maximum number of dimension of 32."
+        )
+    else:  # NumPy 1 up to 1.23 builds an object array of NDArrays
+        assert result["detail"] == (
+            "AssertionError: NDArray.__array__ (np.asarray gets the "
+            "numbers): AssertionError: np.asarray(NDArray) gave dtype "
+            "object"
+        )
 
 
 def test_console_script_is_installed():
     exe = os.path.join(os.path.dirname(sys.executable), "mxcompat")
     if not os.path.exists(exe):
         pytest.skip("mxcompat is not pip-installed in this interpreter (run through tox)")
-    proc = subprocess.run([exe, "--help"], stdout=subprocess.PIPE, universal_newlines=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [exe, "--help"], stdout=subprocess.PIPE, universal_newlines=True, timeout=60
+    )
     assert proc.returncode == 0 and "run" in proc.stdout
 
 
@@ -330,7 +411,10 @@ def test_run_freeze_keeps_a_weight_fixed_through_fit(tmpdir):
     assert proc.stdout.split() == ["fc_bias=False", "fc_weight=False", "kw=True"]
     # The same script trains kw without --freeze, and MXCOMPAT_FREEZE does what --freeze does.
     assert mxcompat_cmd("run", script).stdout.split() == [
-        "fc_bias=False", "fc_weight=False", "kw=False"]
+        "fc_bias=False",
+        "fc_weight=False",
+        "kw=False",
+    ]
     proc = mxcompat_cmd("run", script, env={"MXCOMPAT_FREEZE": "fc_*"})
     assert proc.stdout.split() == ["fc_bias=True", "fc_weight=True", "kw=False"]
 
@@ -367,8 +451,10 @@ if _spec is not None:
 
 # What a process reports: its runs of the user's sitecustomize and of the chaining one, and
 # whether mxcompat is loaded.
-REPORT = ("import builtins, json, sys; print(json.dumps([getattr(builtins, 'user_site_runs', 0),"
-          " getattr(builtins, 'chainer_runs', 0), 'mxcompat' in sys.modules]))")
+REPORT = (
+    "import builtins, json, sys; print(json.dumps([getattr(builtins, 'user_site_runs', 0),"
+    " getattr(builtins, 'chainer_runs', 0), 'mxcompat' in sys.modules]))"
+)
 
 
 def test_run_child_python_without_mxcompat_starts_cleanly(tmpdir):
@@ -376,21 +462,26 @@ def test_run_child_python_without_mxcompat_starts_cleanly(tmpdir):
     # version, as another project's venv or pip's build environment would be), started by the
     # script, inherits PYTHONPATH with the bootstrap folder.
     other = str(tmpdir.join("other-venv"))
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", other], check=True,
-                   timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", other], check=True, timeout=120)
     other_python = os.path.join(other, "bin", "python")
     site = tmpdir.mkdir("site")
     write(site.join("sitecustomize.py"), USER_SITE)
-    child = ("import builtins, importlib.util; print(importlib.util.find_spec('mxcompat') is None,"
-             " getattr(builtins, 'user_site_runs', 0))")
-    script = write(tmpdir.join("spawn.py"), """
+    child = (
+        "import builtins, importlib.util; print(importlib.util.find_spec('mxcompat') is None,"
+        " getattr(builtins, 'user_site_runs', 0))"
+    )
+    script = write(
+        tmpdir.join("spawn.py"),
+        """
         import json, subprocess, sys
         proc = subprocess.run([sys.argv[1], "-c", sys.argv[2]], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, universal_newlines=True)
         print(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
-    """)
-    proc = mxcompat_cmd("run", script, other_python, child, cwd=str(tmpdir),
-                        env={"PYTHONPATH": str(site)})
+    """,
+    )
+    proc = mxcompat_cmd(
+        "run", script, other_python, child, cwd=str(tmpdir), env={"PYTHONPATH": str(site)}
+    )
     assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr[-3000:]
     # The child ran, has no mxcompat, printed no "Error in sitecustomize", and the user's
     # sitecustomize ran in it once.
@@ -404,23 +495,33 @@ def _bootstrap_copy(tmpdir):
     return copy
 
 
-@pytest.mark.parametrize("layout", [
-    "plain",                        # mxcompat run, the user's sitecustomize on PYTHONPATH
-    "another-bootstrap",            # a second mxcompat's bootstrap after ours (two venvs)
-    "another-bootstrap-first",      # ... before ours (the other venv's `mxcompat run` ran last)
-    "chaining-site",                # a ddtrace-style chaining sitecustomize after ours
-    "chaining-site-first",          # ... before ours (`ddtrace-run` inside `mxcompat run`)
-])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "plain",  # mxcompat run, the user's sitecustomize on PYTHONPATH
+        "another-bootstrap",  # a second mxcompat's bootstrap after ours (two venvs)
+        "another-bootstrap-first",  # ... before ours (the other venv's `mxcompat run` ran last)
+        "chaining-site",  # a ddtrace-style chaining sitecustomize after ours
+        "chaining-site-first",  # ... before ours (`ddtrace-run` inside `mxcompat run`)
+    ],
+)
 def test_user_sitecustomize_runs_exactly_once(tmpdir, layout):
     site = tmpdir.mkdir("site")
     write(site.join("sitecustomize.py"), USER_SITE)
     chainer = tmpdir.mkdir("chainer")
     write(chainer.join("sitecustomize.py"), CHAINING_SITE)
-    extra = ([] if layout == "plain" else [str(chainer)] if layout.startswith("chaining")
-             else [_bootstrap_copy(tmpdir)])
+    extra = (
+        []
+        if layout == "plain"
+        else [str(chainer)]
+        if layout.startswith("chaining")
+        else [_bootstrap_copy(tmpdir)]
+    )
     write(tmpdir.join("report.py"), REPORT + "\n")
     # The script reports for itself, for a plain Python child and for a nested `mxcompat run`.
-    script = write(tmpdir.join("outer.py"), """
+    script = write(
+        tmpdir.join("outer.py"),
+        """
         import subprocess, sys
         exec(open("report.py").read())
         for argv in ([sys.executable, "report.py"],
@@ -429,13 +530,20 @@ def test_user_sitecustomize_runs_exactly_once(tmpdir, layout):
                                   universal_newlines=True)
             sys.stdout.write(proc.stdout)
             sys.stderr.write(proc.stderr)
-    """)
+    """,
+    )
     if layout.endswith("-first"):
         # What the other tool's launcher leaves behind: its folder first, then ours.
         env = {"PYTHONPATH": os.pathsep.join(extra + [BOOTSTRAP, str(site)])}
-        proc = subprocess.run([sys.executable, script], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, timeout=180,
-                              cwd=str(tmpdir), env=subprocess_env(env))
+        proc = subprocess.run(
+            [sys.executable, script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            timeout=180,
+            cwd=str(tmpdir),
+            env=subprocess_env(env),
+        )
     else:
         env = {"PYTHONPATH": os.pathsep.join(extra + [str(site)])}
         proc = mxcompat_cmd("run", script, cwd=str(tmpdir), env=env)
@@ -464,22 +572,32 @@ os._exit(0)
 
 
 def _plain_python(argv, cwd, env=None):
-    return subprocess.run([sys.executable] + argv, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=180,
-                          cwd=cwd, env=subprocess_env(env))
+    return subprocess.run(
+        [sys.executable] + argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=180,
+        cwd=cwd,
+        env=subprocess_env(env),
+    )
 
 
-@pytest.mark.parametrize("options", [
-    ["-u", "-W", "error", "-X", "dev"],
-    ["-uWerror", "-Xdev"],
-    ["-O", "-B"],
-    ["-W", "ignore::UserWarning", "-v"],
-], ids=" ".join)
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["-u", "-W", "error", "-X", "dev"],
+        ["-uWerror", "-Xdev"],
+        ["-O", "-B"],
+        ["-W", "ignore::UserWarning", "-v"],
+    ],
+    ids=" ".join,
+)
 def test_run_takes_python_options_as_python_does(tmpdir, options):
     write(tmpdir.join("flags.py"), FLAGS_SCRIPT)
     # Options after the script are the script's, even ones that look like Python's or ours.
     tail = ["-u", "-O", "--freeze", "kw", "-E"]
-    env = {"PYTHONUNBUFFERED": ""}   # empty is unset: only -u may unbuffer stdout here
+    env = {"PYTHONUNBUFFERED": ""}  # empty is unset: only -u may unbuffer stdout here
     proc = mxcompat_cmd("run", *(options + ["flags.py"] + tail), cwd=str(tmpdir), env=env)
     plain = _plain_python(options + ["flags.py"] + tail, str(tmpdir), env)
     assert (proc.returncode, plain.returncode) == (0, 0), proc.stderr[-3000:]
@@ -489,31 +607,39 @@ def test_run_takes_python_options_as_python_does(tmpdir, options):
     assert ours[1:] == theirs[1:]
     assert ("unbuffered" in ours[1]) == ("-u" in options or "-uWerror" in options)
     assert "Error in sitecustomize" not in proc.stderr
-    if "-v" not in options:   # -v logs every import to stderr, ours too
+    if "-v" not in options:  # -v logs every import to stderr, ours too
         assert proc.stderr == plain.stderr
 
 
 def test_run_optimized_applies_the_patches(tmpdir):
-    script = write(tmpdir.join("opt.py"), """
+    script = write(
+        tmpdir.join("opt.py"),
+        """
         import sys
         import mxnet, mxcompat
         print(sys.flags.optimize, mxcompat.patched())
-    """)
+    """,
+    )
     proc = mxcompat_cmd("run", "-O", script)
-    assert (proc.returncode, proc.stdout) == (0, "1 %r\n" % (applicable_patches(),)), \
-        proc.stderr[-3000:]
+    assert (proc.returncode, proc.stdout) == (0, "1 %r\n" % (applicable_patches(),)), proc.stderr[
+        -3000:
+    ]
 
 
 def test_run_OO_loads_mxcompat(tmpdir):
     # -OO removes docstrings: nothing in the command, the bootstrap or the patch modules may
     # read one (an AttributeError there shows as "Error in sitecustomize").  MXNet itself
     # under -OO is tests/patches/test_python_oo.py's.
-    script = write(tmpdir.join("opt.py"), """
+    script = write(
+        tmpdir.join("opt.py"),
+        """
         \"\"\"the script's docstring\"\"\"
         import sys
         print(sys.flags.optimize, __doc__, "mxcompat" in sys.modules)
         print(sys.modules["mxcompat"].patch_names() == %r)
-    """ % (mxcompat.patch_names(),))
+    """
+        % (mxcompat.patch_names(),),
+    )
     proc = mxcompat_cmd("run", "-OO", script)
     assert "Error in sitecustomize" not in proc.stderr, proc.stderr[-3000:]
     assert (proc.returncode, proc.stdout) == (0, "2 None True\nTrue\n"), proc.stderr[-3000:]
@@ -538,19 +664,35 @@ def test_run_directory_zip_and_dash_named_targets_like_python(tmpdir):
         assert (argv, name) == ([target[-1], "x", "-u"], "__main__")
 
 
-@pytest.mark.parametrize("options, message", [
-    (["-E"], "-E makes Python ignore PYTHONPATH, so mxcompat could not be loaded into the "
-             "script; run it without -E"),
-    (["-uI"], "-I (isolated mode) makes Python ignore PYTHONPATH, so mxcompat could not be "
-              "loaded into the script; run it without -I"),
-    (["-S"], "-S makes Python skip the site module, which runs sitecustomize, so mxcompat "
-             "could not be loaded into the script; run it without -S"),
-    (["-c", "print(1)"], "unknown option -c (Python options run takes: -b, -B, -d, -i, -O, "
-                         "-P, -q, -s, -u, -v, -x, -W arg, -X opt, -m module)"),
-    (["--verbose"], "unknown option --verbose"),
-    (["-u", "-W"], "-W needs an argument"),
-    (["-u"], "name a script, a directory or zip file with __main__.py, or -m module to run"),
-], ids=lambda value: " ".join(value) if isinstance(value, list) else "")
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (
+            ["-E"],
+            "-E makes Python ignore PYTHONPATH, so mxcompat could not be loaded into the "
+            "script; run it without -E",
+        ),
+        (
+            ["-uI"],
+            "-I (isolated mode) makes Python ignore PYTHONPATH, so mxcompat could not be "
+            "loaded into the script; run it without -I",
+        ),
+        (
+            ["-S"],
+            "-S makes Python skip the site module, which runs sitecustomize, so mxcompat "
+            "could not be loaded into the script; run it without -S",
+        ),
+        (
+            ["-c", "print(1)"],
+            "unknown option -c (Python options run takes: -b, -B, -d, -i, -O, "
+            "-P, -q, -s, -u, -v, -x, -W arg, -X opt, -m module)",
+        ),
+        (["--verbose"], "unknown option --verbose"),
+        (["-u", "-W"], "-W needs an argument"),
+        (["-u"], "name a script, a directory or zip file with __main__.py, or -m module to run"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
+)
 def test_run_refuses_options_it_cannot_honour(tmpdir, options, message):
     script = write(tmpdir.join("a.py"), "print('ran')\n")
     argv = options + ([script] if options not in (["-u", "-W"], ["-u"]) else [])
@@ -561,24 +703,43 @@ def test_run_refuses_options_it_cannot_honour(tmpdir, options, message):
 
 # --- --version and patches ------------------------------------------------------------------
 
+
 def test_version():
     proc = mxcompat_cmd("--version")
     assert (proc.returncode, proc.stdout, proc.stderr) == (
-        0, "mxcompat %s\n" % mxcompat.__version__, "")
+        0,
+        "mxcompat %s\n" % mxcompat.__version__,
+        "",
+    )
 
 
 def _expected_patches(active):
     import mxnet
     import numpy
-    assert mxcompat.patched() == applicable_patches()   # the test process: everything on
-    rows = [{"name": n, "fixes": " ".join(_patching._registry[n].doc.split()),
-             "applies": n in applicable_patches(), "active": n in active,
-             "traps": [t.symptom for t in _traps.TRAPS if t.patch == n]}
-            for n in mxcompat.patch_names()]
-    versions = {"mxcompat": mxcompat.__version__, "mxnet": mxnet.__version__,
-                "python": "%d.%d.%d" % sys.version_info[:3], "numpy": numpy.__version__}
-    return {"patches": rows, "versions": versions, "error": None,
-            "documented": [t.symptom for t in _traps.TRAPS if t.patch is None]}
+
+    assert mxcompat.patched() == applicable_patches()  # the test process: everything on
+    rows = [
+        {
+            "name": n,
+            "fixes": " ".join(_patching._registry[n].doc.split()),
+            "applies": n in applicable_patches(),
+            "active": n in active,
+            "traps": [t.symptom for t in _traps.TRAPS if t.patch == n],
+        }
+        for n in mxcompat.patch_names()
+    ]
+    versions = {
+        "mxcompat": mxcompat.__version__,
+        "mxnet": mxnet.__version__,
+        "python": "%d.%d.%d" % sys.version_info[:3],
+        "numpy": numpy.__version__,
+    }
+    return {
+        "patches": rows,
+        "versions": versions,
+        "error": None,
+        "documented": [t.symptom for t in _traps.TRAPS if t.patch is None],
+    }
 
 
 @pytest.mark.parametrize("disabled", ["", "labels,freeze"])
@@ -596,27 +757,42 @@ def test_patches_lists_every_patch(disabled):
     assert lines[0].split() == ["patch", "applies", "active", "traps", "fixes"]
     assert [line.split(None, 4) for line in lines[1:-1]] == [
         [r["name"], yes_no[r["applies"]], yes_no[r["active"]], str(len(r["traps"])), r["fixes"]]
-        for r in expected["patches"]]
+        for r in expected["patches"]
+    ]
     # One column per field: every row's description starts where the header's "fixes" does.
     assert {line.index(r["fixes"]) for line, r in zip(lines[1:-1], expected["patches"])} == {
-        lines[0].index("fixes")}
+        lines[0].index("fixes")
+    }
     v = expected["versions"]
     assert lines[-1] == "mxnet %s, Python %s, NumPy %s, mxcompat %s" % (
-        v["mxnet"], v["python"], v["numpy"], v["mxcompat"])
+        v["mxnet"],
+        v["python"],
+        v["numpy"],
+        v["mxcompat"],
+    )
 
 
 def test_patches_without_an_importable_mxnet():
     # A process where `import mxnet` fails: nothing applies, and the command says why.
-    code = ("import sys; sys.modules['mxnet'] = None\n"
-            "from mxcompat.cli import main; sys.exit(main(['patches', '--json']))")
-    proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=180,
-                          env=subprocess_env())
+    code = (
+        "import sys; sys.modules['mxnet'] = None\n"
+        "from mxcompat.cli import main; sys.exit(main(['patches', '--json']))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=180,
+        env=subprocess_env(),
+    )
     assert proc.returncode == 1
     report = json.loads(proc.stdout)
     assert [(r["name"], r["applies"], r["active"]) for r in report["patches"]] == [
-        (n, False, False) for n in mxcompat.patch_names()]
+        (n, False, False) for n in mxcompat.patch_names()
+    ]
     assert report["versions"]["mxnet"] is None
-    assert report["error"] == ("cannot import mxnet: ModuleNotFoundError: import of mxnet "
-                               "halted; None in sys.modules")
+    assert report["error"] == (
+        "cannot import mxnet: ModuleNotFoundError: import of mxnet halted; None in sys.modules"
+    )
     assert proc.stderr == "mxcompat patches: %s, so no patch applies\n" % report["error"]

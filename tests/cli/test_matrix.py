@@ -4,6 +4,7 @@ reused and rebuilt.  The envs are cached under $MXCOMPAT_TEST_CACHE/matrix betwe
 
 These run in one tox env (mx191, which installs uv): the envs they build do not depend on the
 env running them, so one is enough."""
+
 import json
 import os
 import shutil
@@ -21,13 +22,15 @@ EXAMPLE = os.path.join(ROOT, "examples", "matrix_project")
 
 try:
     import uv as _uv
+
     _UV = _uv.find_uv_bin()
 except Exception:  # pylint: disable=broad-except
     _UV = None
 
 needs_uv = pytest.mark.skipif(
     _UV is None or not os.path.exists(EXAMPLE),
-    reason="needs the uv package and the source checkout (they run in the mx191 tox env)")
+    reason="needs the uv package and the source checkout (they run in the mx191 tox env)",
+)
 
 
 def _python311():
@@ -37,9 +40,15 @@ def _python311():
 def run_matrix(args, cwd, env=None, timeout=600):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("MXCOMPAT_")}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "mxcompat", "matrix"] + args, cwd=cwd,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=full_env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "mxcompat", "matrix"] + args,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=full_env,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +73,23 @@ def _common(cache):
 def two_releases(project, cache, tmp_path_factory):
     out = tmp_path_factory.mktemp("out")
     json_path, junit = str(out / "matrix.json"), str(out / "junit")
-    proc = run_matrix(["--mxnet", "1.5.1,1.9.1", "--python", "3.11", "-j", "2",
-                       "--json", json_path, "--junit", junit] + _common(cache)
-                      + ["--", "pytest", "-q", "-p", "no:cacheprovider", "tests/"], project)
+    proc = run_matrix(
+        [
+            "--mxnet",
+            "1.5.1,1.9.1",
+            "--python",
+            "3.11",
+            "-j",
+            "2",
+            "--json",
+            json_path,
+            "--junit",
+            junit,
+        ]
+        + _common(cache)
+        + ["--", "pytest", "-q", "-p", "no:cacheprovider", "tests/"],
+        project,
+    )
     with open(json_path) as f:
         report = json.load(f)
     return proc, report, junit
@@ -84,8 +107,9 @@ def test_a_project_passes_on_191_and_fails_on_151_where_mx_np_is_missing(two_rel
         ["mx191", "1.9.1", python, "1.23.5", "passed"],
         ["mx151", "1.5.1.post0", python, "1.23.5", "failed"],
     ]
-    assert table[2].endswith("FAILED tests/test_mxdemo.py::test_mean_of_squares - "
-                             "AttributeError: module 'm...")
+    assert table[2].endswith(
+        "FAILED tests/test_mxdemo.py::test_mean_of_squares - AttributeError: module 'm..."
+    )
     assert "first failing line" in table[0]
     # Plain progress (stdout is not a terminal): one line per state change.
     for name in ("mx191", "mx151"):
@@ -139,8 +163,11 @@ def test_the_cache_is_reused_then_rebuilt_with_recreate(two_releases, project, c
     marker = os.path.join(path, matrix.MARKER)
     built_at = os.stat(marker).st_mtime
     json_path = str(tmp_path / "again.json")
-    args = ["--env", "mx191", "--json", json_path] + _common(cache) + [
-        "--", "pytest", "-q", "-p", "no:cacheprovider", "tests/"]
+    args = (
+        ["--env", "mx191", "--json", json_path]
+        + _common(cache)
+        + ["--", "pytest", "-q", "-p", "no:cacheprovider", "tests/"]
+    )
     proc = run_matrix(args, project)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with open(json_path) as f:
@@ -160,30 +187,58 @@ def test_the_cache_is_reused_then_rebuilt_with_recreate(two_releases, project, c
 
 def _without_python37():
     """PATH without any folder holding a python3.7, and no pyenv: Python 3.7 is missing."""
-    path = [d for d in os.environ.get("PATH", "").split(os.pathsep)
-            if d and not os.path.exists(os.path.join(d, "python3.7"))]
+    path = [
+        d
+        for d in os.environ.get("PATH", "").split(os.pathsep)
+        if d and not os.path.exists(os.path.join(d, "python3.7"))
+    ]
     return {"PATH": os.pathsep.join(path), "PYENV_ROOT": "/nonexistent"}
 
 
 @needs_uv
-def test_a_missing_interpreter_is_listed_skipped_or_with_strict_an_error(project, cache,
-                                                                          tmp_path):
+def test_a_missing_interpreter_is_listed_skipped_or_with_strict_an_error(project, cache, tmp_path):
     env = _without_python37()
     proc = run_matrix(["--list", "--env", "mx131", "--env", "mx191"], project, env=env)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     # The table's order: mx191 first.
-    assert lines[0].split()[:7] == ["mx191", "MXNet", "1.9.1", "Python", "3.11",
-                                    "numpy==1.23.5", "Python"]
+    assert lines[0].split()[:7] == [
+        "mx191",
+        "MXNet",
+        "1.9.1",
+        "Python",
+        "3.11",
+        "numpy==1.23.5",
+        "Python",
+    ]
     assert lines[1].split() == ["pip", "install", "mxnet==1.9.1", "numpy==1.23.5"]
-    assert lines[2].split()[:8] == ["mx131", "MXNet", "1.3.1", "Python", "3.7",
-                                    "numpy==1.14.6", "cannot", "run"]
+    assert lines[2].split()[:8] == [
+        "mx131",
+        "MXNet",
+        "1.3.1",
+        "Python",
+        "3.7",
+        "numpy==1.14.6",
+        "cannot",
+        "run",
+    ]
     assert "here: no Python 3.7 interpreter found (uv: " in lines[2]
     assert lines[3].split() == ["pip", "install", "mxnet==1.3.1", "numpy==1.14.6"]
 
     json_path = str(tmp_path / "skipped.json")
-    args = ["--env", "mx131", "--cache-dir", cache, "--json", json_path,
-            "--no-install-project", "--", "python", "-c", "pass"]
+    args = [
+        "--env",
+        "mx131",
+        "--cache-dir",
+        cache,
+        "--json",
+        json_path,
+        "--no-install-project",
+        "--",
+        "python",
+        "-c",
+        "pass",
+    ]
     proc = run_matrix(args, project, env=env)
     # Nothing ran: not a success.
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -199,14 +254,17 @@ def test_a_missing_interpreter_is_listed_skipped_or_with_strict_an_error(project
 
 
 @needs_uv
-@pytest.mark.parametrize("args, message", [
-    ([], "name the command to run after --"),
-    (["--mxnet", "1.2", "--", "pytest"], "--mxnet: no supported combination has MXNet 1.2"),
-    (["--env", "mx100", "--", "pytest"], "--env mx100: no such combination"),
-    (["--python", "3.10", "--", "pytest"], "no supported combination matches the selection"),
-    (["--jobs", "0", "--", "pytest"], "--jobs must be at least 1"),
-    (["--numpy", "newest", "--", "pytest"], "argument --numpy: invalid choice: 'newest'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "name the command to run after --"),
+        (["--mxnet", "1.2", "--", "pytest"], "--mxnet: no supported combination has MXNet 1.2"),
+        (["--env", "mx100", "--", "pytest"], "--env mx100: no such combination"),
+        (["--python", "3.10", "--", "pytest"], "no supported combination matches the selection"),
+        (["--jobs", "0", "--", "pytest"], "--jobs must be at least 1"),
+        (["--numpy", "newest", "--", "pytest"], "argument --numpy: invalid choice: 'newest'"),
+    ],
+)
 def test_usage_errors_exit_2(args, message, tmp_path):
     proc = run_matrix(args, str(tmp_path))
     assert proc.returncode == 2
@@ -224,19 +282,26 @@ def test_a_folder_without_a_project_is_a_usage_error(tmp_path):
 def test_selection():
     def names(*argv):
         return [c.name for c in matrix.select(matrix._parser().parse_args(list(argv)))]
-    assert names("--mxnet", "1.5") == ["mx151", "py313-mxnet151-numpy24",
-                                       "py313-mxnet151-numpylatest"]
+
+    assert names("--mxnet", "1.5") == [
+        "mx151",
+        "py313-mxnet151-numpy24",
+        "py313-mxnet151-numpylatest",
+    ]
     assert names("--mxnet", "1.5.1.post0", "--numpy", "pinned") == [
-        "mx151", "py313-mxnet151-numpy24"]
+        "mx151",
+        "py313-mxnet151-numpy24",
+    ]
     assert names("--python", "3.13", "--numpy", "latest") == [
-        "py313-mxnet191-numpylatest", "py313-mxnet151-numpylatest"]
+        "py313-mxnet191-numpylatest",
+        "py313-mxnet151-numpylatest",
+    ]
     assert names("--modern", "--mxnet", "1.3.1") == ["py313-mxnet131-numpy21"]
     assert names("--python", "3.7") == ["mx141", "mx131"]
 
 
 def test_first_failure():
-    out = ("..F\n____ test_x ____\nE  assert 1 == 2\n"
-           "FAILED t.py::test_x - assert 1 == 2\n1 failed\n")
+    out = "..F\n____ test_x ____\nE  assert 1 == 2\nFAILED t.py::test_x - assert 1 == 2\n1 failed\n"
     assert matrix.first_failure(out) == "FAILED t.py::test_x - assert 1 == 2"
     assert matrix.first_failure("Traceback\nValueError: bad\n\n") == "ValueError: bad"
     assert matrix.first_failure("") is None
@@ -260,6 +325,7 @@ class _Terminal:
 
 def test_the_live_display_redraws_one_line_per_env_in_place():
     from mxcompat._core import versions as _versions
+
     envs = [matrix.Env(_versions.by_name("mx191")), matrix.Env(_versions.by_name("mx131"))]
     envs[1].result, envs[1].reason = matrix.SKIPPED, "no Python 3.7 interpreter found"
     envs[1].first_failure = envs[1].reason
@@ -271,17 +337,22 @@ def test_the_live_display_redraws_one_line_per_env_in_place():
     display.update(envs[0])
     display.stop()
     frames = out.text.split("\x1b[2F")
-    assert len(frames) >= 3   # drawn, then redrawn in place (two lines up) at least twice
-    assert frames[0] == ("\x1b[2Kmx191                        waiting       0.0 s\n"
-                         "\x1b[2Kmx131                        skipped       0.0 s  "
-                         "no Python 3.7 interpreter found\n")
-    assert frames[-1] == ("\x1b[2Kmx191                        passed        5.5 s\n"
-                          "\x1b[2Kmx131                        skipped       0.0 s  "
-                          "no Python 3.7 interpreter found\n")
+    assert len(frames) >= 3  # drawn, then redrawn in place (two lines up) at least twice
+    assert frames[0] == (
+        "\x1b[2Kmx191                        waiting       0.0 s\n"
+        "\x1b[2Kmx131                        skipped       0.0 s  "
+        "no Python 3.7 interpreter found\n"
+    )
+    assert frames[-1] == (
+        "\x1b[2Kmx191                        passed        5.5 s\n"
+        "\x1b[2Kmx131                        skipped       0.0 s  "
+        "no Python 3.7 interpreter found\n"
+    )
 
 
 def test_the_plain_display_prints_one_line_per_change():
     from mxcompat._core import versions as _versions
+
     env = matrix.Env(_versions.by_name("mx151"))
     out = _Terminal()
     display = matrix.PlainDisplay([env], out)

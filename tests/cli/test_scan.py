@@ -1,6 +1,7 @@
 """``mxcompat scan``: each rule on code that triggers it, code that must not, and, where its fix
 is certain, the exact rewritten text; ``--fix`` idempotent and keeping formatting and comments;
 exit codes, ``--select``/``--ignore``, ``--json``, ``--diff``, files that do not parse."""
+
 import json
 import subprocess
 import sys
@@ -30,7 +31,8 @@ CASES = {
         """\
         mod = mx.mod.Module(sym, data_names=('data',),   # the data
                             fixed_param_names=["kw"])
-        """),
+        """,
+    ),
     "MXC002": (
         """\
         net.export("model")
@@ -47,7 +49,8 @@ CASES = {
         mod2 = mx.mod.Module.load("model", 0)
         mod2.bind(data_shapes=it.provide_data, label_shapes=None)
         """,
-        None),
+        None,
+    ),
     "MXC003": (
         """\
         net.dense0.weight.grad_req = 'null'
@@ -59,7 +62,8 @@ CASES = {
         net.dense0.weight.grad_req = 'write'
         p.grad_req = 'null'
         """,
-        None),
+        None,
+    ),
     "MXC010": (
         """\
         mod = mx.mod.Module(sym, fixed_param_names=["fc1_weight", "fc1_bias"])
@@ -69,7 +73,8 @@ CASES = {
         mod = mx.mod.Module(sym, fixed_param_names=["fc1_bias"])
         mod = mx.mod.Module(sym, fixed_param_names=names)
         """,
-        None),
+        None,
+    ),
     "MXC004": (
         """\
         net.fc.weight.grad()[:] = 0
@@ -81,7 +86,8 @@ CASES = {
         x[:] = 0
         p.zero_grad()
         """,
-        None),
+        None,
+    ),
     "MXC005": (
         """\
         net = gluon.nn.HybridSequential()
@@ -100,7 +106,8 @@ CASES = {
         net = gluon.nn.HybridSequential()
         net.save_parameters("net.params")  # old API
         block.load_params("b.params", ctx=ctx)
-        """),
+        """,
+    ),
     "MXC006": (
         """\
         from distutils.version import LooseVersion
@@ -113,7 +120,8 @@ CASES = {
         from distutils import log
         import distutils
         """,
-        None),
+        None,
+    ),
     "MXC007": (
         """\
         x = mx.nd.array([1, 2], dtype='int32')
@@ -129,7 +137,8 @@ CASES = {
         g = mx.nd.array([1, 2]) / 0.5
         n = np.array([1, 2], dtype='int32') / 0.5
         """,
-        None),
+        None,
+    ),
     "MXC008": (
         """\
         acc = float(metric.asnumpy())
@@ -144,7 +153,8 @@ CASES = {
         """\
         acc = float(metric.asnumpy().item())
         n = int( loss.sum().asnumpy().item() )  # spacing kept
-        """),
+        """,
+    ),
     "MXC009": (
         """\
         import numpy as onp
@@ -157,7 +167,8 @@ CASES = {
         b = mx.nd.float
         c = float(3)
         """,
-        None),
+        None,
+    ),
 }
 
 
@@ -184,7 +195,8 @@ def test_rule_finds_exactly_its_cases(tmpdir, capsys, code):
     found = json.loads(out)["findings"]
     assert status == 1
     assert [(f["code"], f["line"], f["column"]) for f in found] == [
-        (code, line, column) for line, column in where]
+        (code, line, column) for line, column in where
+    ]
     path = _write(tmpdir, "good.py", good)
     status, out = _scan(capsys, "--select", code, path)
     assert (status, out) == (0, "0 finding(s) in 0 of 1 file(s)\n")
@@ -202,7 +214,8 @@ def test_fix_rewrites_exactly_and_a_second_run_changes_nothing(tmpdir, capsys, c
 
 def test_rules_flagged_fixable_are_those_with_a_fix_case():
     assert {r.code for r in rules.RULES if r.fixable} == {
-        c for c in CASES if CASES[c][3] is not None}
+        c for c in CASES if CASES[c][3] is not None
+    }
 
 
 def test_each_rule_names_one_trap_and_every_trap_seen_in_source_has_a_rule():
@@ -214,17 +227,20 @@ def test_each_rule_names_one_trap_and_every_trap_seen_in_source_has_a_rule():
 
 
 def test_fix_keeps_every_other_byte_and_the_encoding(tmpdir, capsys):
-    text = ("# -*- coding: latin-1 -*-\n"
-            "caf\xe9 = 1   # \xe9t\xe9\n"
-            "m = Module(s,\n"
-            "           label_names = 'softmax_label' ,  # keep\n"
-            ")\r\n")
+    text = (
+        "# -*- coding: latin-1 -*-\n"
+        "caf\xe9 = 1   # \xe9t\xe9\n"
+        "m = Module(s,\n"
+        "           label_names = 'softmax_label' ,  # keep\n"
+        ")\r\n"
+    )
     path = tmpdir.join("latin.py")
     path.write_binary(text.encode("latin-1"))
     status, out = _scan(capsys, "--fix", str(path))
     assert status == 0, out
-    assert path.read_binary() == text.replace(
-        "'softmax_label' ,", "['softmax_label'] ,").encode("latin-1")
+    assert path.read_binary() == text.replace("'softmax_label' ,", "['softmax_label'] ,").encode(
+        "latin-1"
+    )
 
 
 def test_diff_previews_and_writes_nothing(tmpdir, capsys):
@@ -243,9 +259,15 @@ def test_report_lines_summary_select_and_ignore(tmpdir, capsys):
     assert status == 1
     assert lines[0].startswith("%s:1:1: MXC006 distutils is gone" % tmpdir.join("a.py"))
     assert lines[1].startswith("%s:2:5: MXC008 float(x.asnumpy())" % tmpdir.join("a.py"))
-    assert lines[2:] == ["", "per rule:", "  MXC006     1", "  MXC008     1", "per file:",
-                         "     2  %s" % tmpdir.join("a.py"),
-                         "2 finding(s) in 1 of 2 file(s); 1 fixable with --fix"]
+    assert lines[2:] == [
+        "",
+        "per rule:",
+        "  MXC006     1",
+        "  MXC008     1",
+        "per file:",
+        "     2  %s" % tmpdir.join("a.py"),
+        "2 finding(s) in 1 of 2 file(s); 1 fixable with --fix",
+    ]
     assert _scan(capsys, "--ignore", "MXC006,mxc008", str(tmpdir))[0] == 0
     status, out = _scan(capsys, "--select", "MXC006", str(tmpdir))
     assert (status, out.splitlines()[-1]) == (1, "1 finding(s) in 1 of 2 file(s)")
@@ -274,11 +296,14 @@ def test_excluded_folders_are_skipped_unless_named(tmpdir, capsys):
     assert len(json.loads(out)["findings"]) == 1
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--select", "MXC999"], "unknown rule code(s) MXC999"),
-    (["no/such/path"], "no such file or folder: no/such/path"),
-    (["--fix", "--diff"], "--fix and --diff: choose one"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--select", "MXC999"], "unknown rule code(s) MXC999"),
+        (["no/such/path"], "no such file or folder: no/such/path"),
+        (["--fix", "--diff"], "--fix and --diff: choose one"),
+    ],
+)
 def test_usage_errors_exit_2_with_one_message(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
         scan.main(argv)
@@ -297,6 +322,7 @@ def test_rules_lists_every_rule(capsys):
 def test_the_docs_page_lists_every_rule_as_the_rules_say():
     import os
     from conftest import ROOT
+
     page = os.path.join(ROOT, "docs", "scan.md")
     with open(page, encoding="utf-8") as f:
         assert rules.markdown() in f.read()
@@ -304,12 +330,19 @@ def test_the_docs_page_lists_every_rule_as_the_rules_say():
 
 def test_the_command_runs_from_the_cli_and_says_when_libcst_is_missing(tmpdir):
     from conftest import run_python
+
     path = _write(tmpdir, "a.py", "v = float(x.asnumpy())\n")
-    proc = subprocess.run([sys.executable, "-m", "mxcompat", "scan", path],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mxcompat", "scan", path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=120,
+    )
     assert (proc.returncode, proc.stdout.splitlines()[0].split(": ")[1].split()[0]) == (
-        1, "MXC008"), proc.stderr
+        1,
+        "MXC008",
+    ), proc.stderr
     proc = run_python("""
         import sys
         sys.modules["libcst"] = None      # as where libcst is not installed
@@ -317,4 +350,6 @@ def test_the_command_runs_from_the_cli_and_says_when_libcst_is_missing(tmpdir):
         sys.exit(cli.main(["scan", "."]))
     """)
     assert (proc.returncode, proc.stderr) == (
-        2, "mxcompat scan: needs libcst: pip install 'mxcompat[scan]' (or pip install libcst)\n")
+        2,
+        "mxcompat scan: needs libcst: pip install 'mxcompat[scan]' (or pip install libcst)\n",
+    )

@@ -1,6 +1,7 @@
 """mxcompat in strict processes: a project whose pytest turns warnings into errors runs under
 ``mxcompat run -m pytest`` exactly as under ``python -m pytest``, and mxcompat's own code warns
 nothing but ``MXCompatWarning`` under ``python -X dev -W error``."""
+
 import os
 import re
 import subprocess
@@ -43,16 +44,33 @@ def _run_pytest(cwd, prefix, options):
         env.pop(name, None)
     proc = subprocess.run(
         [sys.executable] + prefix + ["-m", "pytest", "-p", "no:cacheprovider", "-rA"] + options,
-        cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-        env=env, timeout=300)
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        env=env,
+        timeout=300,
+    )
     summary = _SUMMARY.search(proc.stdout)
-    return (proc.returncode, sorted(set(_RESULT.findall(proc.stdout))),
-            summary.group(1) if summary else None, proc.stdout)
+    return (
+        proc.returncode,
+        sorted(set(_RESULT.findall(proc.stdout))),
+        summary.group(1) if summary else None,
+        proc.stdout,
+    )
 
 
-@pytest.mark.parametrize("options", [
-    [], ["-W", "error"], ["-p", "no:mxcompat"], ["-n", "2"], ["--import-mode=importlib"],
-], ids=["filterwarnings", "W-error", "no-plugin", "xdist", "importlib"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        [],
+        ["-W", "error"],
+        ["-p", "no:mxcompat"],
+        ["-n", "2"],
+        ["--import-mode=importlib"],
+    ],
+    ids=["filterwarnings", "W-error", "no-plugin", "xdist", "importlib"],
+)
 def test_mxcompat_run_pytest_is_python_m_pytest(tmpdir, options):
     for name, text in PROJECT.items():
         tmpdir.join(name).write(textwrap.dedent(text))
@@ -67,8 +85,10 @@ def test_mxcompat_run_pytest_is_python_m_pytest(tmpdir, options):
     assert run[:3] == plain[:3], "plain:\n%s\nmxcompat run:\n%s" % (plain[3], run[3])
     # Whether MXNet imports under `filterwarnings = error` is MXNet's own affair (1.9.1 on
     # NumPy 1.26 asks NumPy for names it deprecated); the project's other tests are ours.
-    assert {("PASSED", "test_a.py::test_ok"),
-            ("FAILED", "test_a.py::test_rewritten_assertion")} <= set(run[1]), run[3]
+    assert {
+        ("PASSED", "test_a.py::test_ok"),
+        ("FAILED", "test_a.py::test_rewritten_assertion"),
+    } <= set(run[1]), run[3]
     assert "At index 1 diff: 2 != 3" in run[3], run[3]
     assert "PytestAssertRewriteWarning" not in run[3], run[3]
     header = re.compile(r"^mxcompat \S+: MXNet ", re.M)
@@ -110,22 +130,34 @@ def _ours(stderr):
     """The warnings printed (not raised: a ResourceWarning of a finalizer, any warning let
     through as "default") whose file is mxcompat's, and the exceptions Python ignored."""
     lines = stderr.splitlines()
-    return ([line for line in lines if re.match(r"\S+\.py:\d+: \w+Warning", line)
-             and line.startswith(PACKAGE)]
-            + [line for line in lines if line.startswith("Exception ignored")])
+    return [
+        line
+        for line in lines
+        if re.match(r"\S+\.py:\d+: \w+Warning", line) and line.startswith(PACKAGE)
+    ] + [line for line in lines if line.startswith("Exception ignored")]
 
 
-@pytest.mark.parametrize("argv", [
-    ["script"], ["-m", "mxcompat", "patches"],
-    ["-m", "mxcompat", "run", "-X", "dev", "-W", "error", "script"],
-], ids=["features", "patches", "run"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["script"],
+        ["-m", "mxcompat", "patches"],
+        ["-m", "mxcompat", "run", "-X", "dev", "-W", "error", "script"],
+    ],
+    ids=["features", "patches", "run"],
+)
 def test_mxcompat_warns_nothing_of_its_own_under_dev_mode_and_W_error(tmpdir, argv):
     script = tmpdir.join("strict.py")
     script.write(STRICT_SCRIPT)
     argv = [str(script) if a == "script" else a for a in argv]
-    proc = subprocess.run([sys.executable, "-X", "dev", "-W", "error"] + argv,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=subprocess_env(), timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error"] + argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=subprocess_env(),
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     assert _ours(proc.stderr) == [], proc.stderr[-5000:]
     if argv[-1] == str(script):

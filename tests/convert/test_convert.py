@@ -32,9 +32,16 @@ def cnn(classes=10):
     """conv + BN + relu + pool + dropout + dense: the issue's inference-mode round-trip net."""
     net = nn.HybridSequential()
     with net.name_scope():
-        net.add(nn.Conv2D(8, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
-                nn.MaxPool2D(2), nn.Dropout(0.5), nn.Flatten(),
-                nn.Dense(16, activation="relu"), nn.Dense(classes))
+        net.add(
+            nn.Conv2D(8, 3, padding=1),
+            nn.BatchNorm(),
+            nn.Activation("relu"),
+            nn.MaxPool2D(2),
+            nn.Dropout(0.5),
+            nn.Flatten(),
+            nn.Dense(16, activation="relu"),
+            nn.Dense(classes),
+        )
     return net
 
 
@@ -62,8 +69,11 @@ def trained_cnn(x, steps=3, hybridize=True):
 
 
 def predict(mod, *arrays, batch_size=None):
-    names = [d[0] if isinstance(d, tuple) else d.name for d in mod.data_shapes] \
-        if mod.binded else mod.data_names
+    names = (
+        [d[0] if isinstance(d, tuple) else d.name for d in mod.data_shapes]
+        if mod.binded
+        else mod.data_names
+    )
     it = mx.io.NDArrayIter(dict(zip(names, arrays)), batch_size=batch_size or arrays[0].shape[0])
     return mod.predict(it)
 
@@ -91,7 +101,7 @@ def symbol_module(x, label_names=("softmax_label",), fit=True):
     """A Module built with the symbol API (conv + BN + FC + dropout + SoftmaxOutput)."""
     d = mx.sym.var("data")
     net = mx.sym.Convolution(d, num_filter=6, kernel=(3, 3), pad=(1, 1), name="conv1")
-    net = mx.sym.BatchNorm(net, fix_gamma=False, eps=1e-5, name="bn1")   # as Gluon's
+    net = mx.sym.BatchNorm(net, fix_gamma=False, eps=1e-5, name="bn1")  # as Gluon's
     net = mx.sym.Activation(net, act_type="relu", name="relu1")
     net = mx.sym.Pooling(net, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool1")
     net = mx.sym.Dropout(net, p=0.3, name="drop1")
@@ -102,12 +112,14 @@ def symbol_module(x, label_names=("softmax_label",), fit=True):
     it = mx.io.NDArrayIter(x, y, batch_size=x.shape[0])
     mx.random.seed(2)
     if fit:
-        mod.fit(it, num_epoch=2, optimizer_params={"learning_rate": 0.1},
-                initializer=mx.init.Xavier())
+        mod.fit(
+            it, num_epoch=2, optimizer_params={"learning_rate": 0.1}, initializer=mx.init.Xavier()
+        )
     return mod
 
 
 # --- Gluon -> Module -> Gluon --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("hybridize", [True, False], ids=["cached-graph", "symbol-call"])
 def test_gluon_module_gluon_round_trip(hybridize):
@@ -122,7 +134,7 @@ def test_gluon_module_gluon_round_trip(hybridize):
     assert isinstance(back, gluon.SymbolBlock)
     close(back(x), ref)
 
-    net2 = cnn()                      # another prefix: hybridsequential<N>_
+    net2 = cnn()  # another prefix: hybridsequential<N>_
     assert net2.prefix != net.prefix
     assert mod.to_gluon(net2) is net2
     close(net2(x), ref)
@@ -139,7 +151,7 @@ def test_unbound_to_module_binds_later_and_keeps_batchnorm_statistics():
     bn = [p for n, p in net.collect_params().items() if n.endswith("running_mean")][0]
     assert bn.name in aux_params
     assert np.array_equal(aux_params[bn.name].asnumpy(), bn.data().asnumpy())
-    assert not np.allclose(bn.data().asnumpy(), 0)      # training moved it
+    assert not np.allclose(bn.data().asnumpy(), 0)  # training moved it
     mod.bind(data_shapes=[("data", x.shape)], for_training=False)
     close(predict(mod, x), net(x))
 
@@ -147,7 +159,7 @@ def test_unbound_to_module_binds_later_and_keeps_batchnorm_statistics():
 def test_module_gluon_module_round_trip():
     x = data()
     mod = symbol_module(x)
-    ref = predict(mod, x)                      # softmax probabilities
+    ref = predict(mod, x)  # softmax probabilities
     net = mod.to_gluon()
     close(net(x), ref)
     mod2 = net.to_module(data_shapes=[("data", x.shape)])
@@ -161,12 +173,13 @@ def test_module_gluon_module_round_trip():
 
 def test_resnet18_round_trips():
     from mxnet.gluon.model_zoo import vision
+
     x = data((2, 3, 32, 32))
     mx.random.seed(3)
     net = vision.resnet18_v1(classes=10)
     net.initialize(mx.init.Xavier())
     net.hybridize()
-    with autograd.record():                    # move BatchNorm statistics off their init
+    with autograd.record():  # move BatchNorm statistics off their init
         net(x)
     ref = net(x)
 
@@ -174,11 +187,11 @@ def test_resnet18_round_trips():
     close(predict(mod, x), ref)
     close(mod.to_gluon()(x), ref)
 
-    fresh = vision.resnet18_v1(classes=10)     # never initialised: deferred shapes
+    fresh = vision.resnet18_v1(classes=10)  # never initialised: deferred shapes
     mod.to_gluon(fresh)
     close(fresh(x), ref)
 
-    again = fresh.to_module(data_shapes=[("data", x.shape)])   # Module -> Gluon -> Module
+    again = fresh.to_module(data_shapes=[("data", x.shape)])  # Module -> Gluon -> Module
     close(predict(again, x), ref)
 
 
@@ -188,7 +201,7 @@ def test_seed_flow_train_gluon_then_module_then_fresh_copy():
     mod = net.to_module(data_shapes=[("data", x.shape)])
     close(predict(mod, x), net(x))
     fresh = cnn()
-    fresh.initialize()                          # initialised, random values: overwritten
+    fresh.initialize()  # initialised, random values: overwritten
     fresh.hybridize()
     fresh(x)
     mod.to_gluon(fresh)
@@ -196,6 +209,7 @@ def test_seed_flow_train_gluon_then_module_then_fresh_copy():
 
 
 # --- Module -> Gluon ------------------------------------------------------------------------
+
 
 def test_module_straight_from_load_has_only_params(tmp_path):
     x = data()
@@ -217,8 +231,9 @@ def test_module_bound_without_label_names_still_gets_softmax():
     x = data()
     mod = symbol_module(x, fit=False, label_names=None)
     mod.bind(data_shapes=[("data", x.shape)], for_training=False)
-    mod.init_params(mx.init.Xavier(), arg_params={"softmax_label": mx.nd.zeros(4)},
-                    allow_missing=True)
+    mod.init_params(
+        mx.init.Xavier(), arg_params={"softmax_label": mx.nd.zeros(4)}, allow_missing=True
+    )
     net = mod.to_gluon()
     assert "softmax_label" not in net.collect_params()
     close(net(x), predict(mod, x))
@@ -239,8 +254,11 @@ def test_loss_heads_become_their_inference_op(head):
     fc = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=4, name="fc")
     mod = mx.mod.Module(LOSS_HEADS[head](fc), label_names=["head_label"])
     label_shape = (3,) if head in ("SoftmaxOutput", "SVMOutput") else (3, 4)
-    mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("head_label", label_shape)],
-             for_training=False)
+    mod.bind(
+        data_shapes=[("data", x.shape)],
+        label_shapes=[("head_label", label_shape)],
+        for_training=False,
+    )
     mx.random.seed(5)
     mod.init_params(mx.init.Xavier())
     ref = predict(mod, x)
@@ -252,8 +270,11 @@ def test_loss_heads_become_their_inference_op(head):
 
 
 @pytest.mark.filterwarnings("ignore:Data provided by label_shapes")
-@pytest.mark.parametrize("flags", [{}, {"multi_output": True}, {"preserve_shape": True}],
-                         ids=["flatten", "multi_output", "preserve_shape"])
+@pytest.mark.parametrize(
+    "flags",
+    [{}, {"multi_output": True}, {"preserve_shape": True}],
+    ids=["flatten", "multi_output", "preserve_shape"],
+)
 def test_softmax_output_on_feature_maps(flags):
     # N-d SoftmaxOutput: what it normalises over depends on the flags (and on MKLDNN).
     x = data((2, 3, 4, 4))
@@ -269,8 +290,9 @@ def test_softmax_output_on_feature_maps(flags):
 def test_multi_output_symbol_with_two_heads():
     x = data((3, 5))
     fc = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=4, name="fc")
-    group = mx.sym.Group([mx.sym.SoftmaxOutput(fc, name="cls"),
-                          mx.sym.LinearRegressionOutput(fc, name="reg")])
+    group = mx.sym.Group(
+        [mx.sym.SoftmaxOutput(fc, name="cls"), mx.sym.LinearRegressionOutput(fc, name="reg")]
+    )
     mod = mx.mod.Module(group, label_names=["cls_label", "reg_label"])
     mod.bind(data_shapes=[("data", x.shape)], for_training=False)
     mod.init_params(mx.init.Xavier())
@@ -285,10 +307,10 @@ def test_fixed_params_become_grad_req_null_and_back():
     x = data()
     d = mx.sym.var("data")
     fc = mx.sym.FullyConnected(mx.sym.flatten(d), num_hidden=3, name="fc")
-    mod = mx.mod.Module(mx.sym.SoftmaxOutput(fc, name="softmax"),
-                        fixed_param_names=["fc_weight"])
-    mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", (4,))],
-             for_training=False)
+    mod = mx.mod.Module(mx.sym.SoftmaxOutput(fc, name="softmax"), fixed_param_names=["fc_weight"])
+    mod.bind(
+        data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", (4,))], for_training=False
+    )
     mod.init_params(mx.init.Xavier())
     net = mod.to_gluon()
     params = net.collect_params()
@@ -299,6 +321,7 @@ def test_fixed_params_become_grad_req_null_and_back():
 
 
 # --- training after conversion, copy vs share -----------------------------------------------
+
 
 def test_converted_symbol_block_trains_with_gluon_trainer():
     x = data()
@@ -327,10 +350,17 @@ def test_converted_symbol_block_trains_with_gluon_trainer():
 def test_block_loaded_by_structure_trains():
     x = data()
     mod = symbol_module(x)
-    matching = nn.HybridSequential()     # the Gluon twin of symbol_module's network
+    matching = nn.HybridSequential()  # the Gluon twin of symbol_module's network
     with matching.name_scope():
-        matching.add(nn.Conv2D(6, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
-                     nn.MaxPool2D(2), nn.Dropout(0.3), nn.Flatten(), nn.Dense(10))
+        matching.add(
+            nn.Conv2D(6, 3, padding=1),
+            nn.BatchNorm(),
+            nn.Activation("relu"),
+            nn.MaxPool2D(2),
+            nn.Dropout(0.3),
+            nn.Flatten(),
+            nn.Dense(10),
+        )
     mod.to_gluon(matching)
     close(mx.nd.softmax(matching(x)), predict(mod, x))
     trainer = gluon.Trainer(matching.collect_params(), "sgd", {"learning_rate": 0.05})
@@ -350,20 +380,23 @@ def test_copy_default_independent_both_ways():
     net = trained_cnn(x)
     mod = net.to_module(data_shapes=[("data", x.shape)])
     ref = predict(mod, x).asnumpy()
-    sgd_step(net, x)                                   # Gluon trains: the module keeps its
+    sgd_step(net, x)  # Gluon trains: the module keeps its
     close(predict(mod, x), ref)
     assert not np.allclose(net(x).asnumpy(), ref, atol=1e-4)
 
     back = mod.to_gluon()
     gluon_ref = back(x).asnumpy()
-    mod2 = net.to_module(data_shapes=[("data", x.shape)], loss="softmax",
-                         label_shapes=[("softmax_label", (x.shape[0],))])
+    mod2 = net.to_module(
+        data_shapes=[("data", x.shape)],
+        loss="softmax",
+        label_shapes=[("softmax_label", (x.shape[0],))],
+    )
     g2 = mod2.to_gluon()
     g2_ref = g2(x).asnumpy()
     mod2.init_optimizer(optimizer_params={"learning_rate": 0.5})
     batch = mx.io.DataBatch([x], [mx.nd.array([1, 2, 3, 4])])
     mod2.forward_backward(batch)
-    mod2.update()                                      # the module trains: Gluon keeps its
+    mod2.update()  # the module trains: Gluon keeps its
     close(g2(x), g2_ref)
     close(back(x), gluon_ref)
 
@@ -375,17 +408,21 @@ def test_share_unbound_to_module_then_quantization_style_read():
     arg_params, aux_params = unbound_params(mod)
     for name, param in net.collect_params().items():
         held = arg_params.get(name, aux_params.get(name))
-        assert held is param.data()                   # the very arrays, nothing copied
+        assert held is param.data()  # the very arrays, nothing copied
     w = net.collect_params()[sorted(arg_params)[0]]
-    w.set_data(w.data() * 0 + 0.25)                   # an in-place write on the Gluon side
+    w.set_data(w.data() * 0 + 0.25)  # an in-place write on the Gluon side
     assert np.all(unbound_params(mod)[0][w.name].asnumpy() == 0.25)
 
 
 def test_share_bound_to_module_both_sides_train():
     x = data()
     net = trained_cnn(x)
-    mod = net.to_module(data_shapes=[("data", x.shape)], copy=False,
-                        loss="softmax", label_shapes=[("softmax_label", (x.shape[0],))])
+    mod = net.to_module(
+        data_shapes=[("data", x.shape)],
+        copy=False,
+        loss="softmax",
+        label_shapes=[("softmax_label", (x.shape[0],))],
+    )
     close(predict(mod, x), mx.nd.softmax(net(x)))
     # Gluon trains: the module predicts with the new weights, and get_params has them.
     sgd_step(net, x)
@@ -410,16 +447,17 @@ def test_share_to_gluon_from_bound_module():
     mod.init_optimizer(optimizer_params={"learning_rate": 0.5}, force_init=True)
     mod.forward_backward(mx.io.DataBatch([x], [mx.nd.array([1, 2, 3, 4])]))
     mod.update()
-    close(net(x), predict(mod, x))                    # the module trained: Gluon follows
+    close(net(x), predict(mod, x))  # the module trained: Gluon follows
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5})
     with autograd.record():
         loss = -mx.nd.pick(mx.nd.log(net(x) + 1e-8), mx.nd.array([1, 2, 3, 4]))
     loss.backward()
     trainer.step(x.shape[0])
-    close(predict(mod, x), net(x))                    # Gluon trained: the module follows
+    close(predict(mod, x), net(x))  # Gluon trained: the module follows
     arg_params = mod.get_params()[0]
-    assert np.array_equal(arg_params["fc1_weight"].asnumpy(),
-                          net.collect_params()["fc1_weight"].data().asnumpy())
+    assert np.array_equal(
+        arg_params["fc1_weight"].asnumpy(), net.collect_params()["fc1_weight"].data().asnumpy()
+    )
 
 
 def test_share_into_user_block():
@@ -429,12 +467,14 @@ def test_share_into_user_block():
     net2 = cnn()
     mod.to_gluon(net2, copy=False)
     exec_arrays = mod._exec_group.param_arrays
-    assert any(p.data() is arrays[0] for p in net2.collect_params().values()
-               for arrays in exec_arrays)
+    assert any(
+        p.data() is arrays[0] for p in net2.collect_params().values() for arrays in exec_arrays
+    )
     close(net2(x), predict(mod, x))
 
 
 # --- several inputs and outputs, nested blocks ----------------------------------------------
+
 
 class TwoTower(gluon.HybridBlock):
     """Two inputs, two outputs, nested children (a Sequential inside)."""
@@ -455,8 +495,10 @@ class TwoTower(gluon.HybridBlock):
 
 def two_inputs():
     rng = np.random.RandomState(7)
-    return (mx.nd.array(rng.uniform(size=(4, 5)).astype("float32")),
-            mx.nd.array(rng.uniform(size=(4, 7)).astype("float32")))
+    return (
+        mx.nd.array(rng.uniform(size=(4, 5)).astype("float32")),
+        mx.nd.array(rng.uniform(size=(4, 7)).astype("float32")),
+    )
 
 
 @pytest.mark.parametrize("hybridize", [True, False], ids=["cached-graph", "symbol-call"])
@@ -495,12 +537,12 @@ def test_cached_graph_keeps_export_input_names():
     net.hybridize()
     net(a, b)
     mod = net.to_module()
-    assert mod.data_names == ["data0", "data1"]       # as HybridBlock.export names them
+    assert mod.data_names == ["data0", "data1"]  # as HybridBlock.export names them
 
 
 def test_cached_graph_inputs_renamed():
     x = data()
-    net = trained_cnn(x)                  # hybridized and run: its graph's input is 'data'
+    net = trained_cnn(x)  # hybridized and run: its graph's input is 'data'
     mod = net.to_module(data_names=["image"], data_shapes=[("image", x.shape)])
     assert mod.data_names == ["image"]
     assert "image" in mod.symbol.list_arguments() and "data" not in mod.symbol.list_arguments()
@@ -538,7 +580,7 @@ def test_data_parallel_contexts():
     with autograd.record():
         losses = [gluon.loss.SoftmaxCrossEntropyLoss()(net2(a), b) for a, b in zip(xs, ys)]
     autograd.backward(losses)
-    trainer.step(x.shape[0])                            # updates both contexts' copies
+    trainer.step(x.shape[0])  # updates both contexts' copies
     close(predict(mod2, x), net2(x))
 
 
@@ -565,8 +607,8 @@ def test_to_module_with_a_callable_loss():
 
     mod = net.to_module(loss=l2, label_names=["target"], data_shapes=[("data", x.shape)])
     assert mod.label_names == ["target"]
-    assert mod._label_shapes[0].shape == (4, 10)           # inferred from the output
-    close(predict(mod, x), net(x))                          # regression head: identity
+    assert mod._label_shapes[0].shape == (4, 10)  # inferred from the output
+    close(predict(mod, x), net(x))  # regression head: identity
     mod.init_optimizer(optimizer_params={"learning_rate": 0.01})
     mod.forward_backward(mx.io.DataBatch([x], [mx.nd.zeros((4, 10))]))
     mod.update()
@@ -577,11 +619,15 @@ def test_bad_losses():
     with pytest.raises(ValueError, match="'softmax'"):
         net.to_module(loss="hinge")
     with pytest.raises(ValueError, match="'scale'"):
-        net.to_module(loss=lambda out, label: mx.sym.broadcast_mul(
-            mx.sym.SoftmaxOutput(out, label), mx.sym.var("scale")))
+        net.to_module(
+            loss=lambda out, label: mx.sym.broadcast_mul(
+                mx.sym.SoftmaxOutput(out, label), mx.sym.var("scale")
+            )
+        )
 
 
 # --- errors ---------------------------------------------------------------------------------
+
 
 def test_mismatched_block_raises_and_loads_nothing():
     x = data()
@@ -589,9 +635,16 @@ def test_mismatched_block_raises_and_loads_nothing():
     mod = net.to_module()
     wrong = nn.HybridSequential()
     with wrong.name_scope():
-        wrong.add(nn.Conv2D(8, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
-                  nn.MaxPool2D(2), nn.Dropout(0.5), nn.Flatten(),
-                  nn.Dense(16, activation="relu"), nn.Dense(7))     # 7 classes, not 10
+        wrong.add(
+            nn.Conv2D(8, 3, padding=1),
+            nn.BatchNorm(),
+            nn.Activation("relu"),
+            nn.MaxPool2D(2),
+            nn.Dropout(0.5),
+            nn.Flatten(),
+            nn.Dense(16, activation="relu"),
+            nn.Dense(7),
+        )  # 7 classes, not 10
     wrong.initialize()
     wrong(x)
     before = params_of(wrong)
@@ -602,7 +655,7 @@ def test_mismatched_block_raises_and_loads_nothing():
     assert "dense3_weight" in message or "dense1_weight" in message
     assert "(7, 16)" in message and "(10, 16)" in message
     after = params_of(wrong)
-    for name in before:                                 # the matching conv too: untouched
+    for name in before:  # the matching conv too: untouched
         assert np.array_equal(before[name], after[name]), name
 
 
@@ -630,7 +683,7 @@ def test_uninitialised_block_names_its_parameters():
 
 def test_deferred_block_names_its_parameters():
     net = cnn()
-    net.initialize()                      # shapes unknown until a forward pass
+    net.initialize()  # shapes unknown until a forward pass
     with pytest.raises(ValueError) as err:
         net.to_module(data_shapes=[("data", (2, 3, 8, 8))])
     assert net[0].weight.name in str(err.value)
@@ -638,8 +691,7 @@ def test_deferred_block_names_its_parameters():
 
 
 def test_module_without_params():
-    mod = mx.mod.Module(mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2),
-                        label_names=None)
+    mod = mx.mod.Module(mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2), label_names=None)
     with pytest.raises(ValueError, match="no parameters yet"):
         mod.to_gluon()
 
@@ -669,10 +721,11 @@ def test_block_graph_that_cannot_be_built():
     net = TwoTower()
     net.initialize()
     with pytest.raises(ValueError, match="one name per input"):
-        net.to_module()                   # two inputs, one default name
+        net.to_module()  # two inputs, one default name
 
 
 # --- the patch lifecycle --------------------------------------------------------------------
+
 
 def test_unpatch_removes_the_methods_and_functions_still_work():
     x = data()
@@ -719,6 +772,7 @@ def test_threads_converting_at_once_leave_symbol_iteration_as_mxnet_has_it():
     # 1.3/1.4: to_gluon swaps Symbol.__iter__ while it builds a SymbolBlock; eight threads
     # converting at once must leave MXNet's own __iter__ behind, and each get a working net.
     import threading
+
     own = vars(mx.sym.Symbol)["__iter__"]
     x = data()
     net = trained_cnn(x)
@@ -744,24 +798,25 @@ def test_threads_converting_at_once_leave_symbol_iteration_as_mxnet_has_it():
     assert vars(mx.sym.Symbol)["__iter__"] is own
 
 
-@pytest.mark.mxnet("<1.5", reason="from 1.5 symbols iterate by index; to_gluon swaps "
-                                           "nothing")
+@pytest.mark.mxnet("<1.5", reason="from 1.5 symbols iterate by index; to_gluon swaps nothing")
 def test_symbol_iteration_swaps_overlapping_out_of_order_restore_mxnets_own():
     # Two conversions in two threads, the first to start ends first (what the threaded test
     # above provokes at random): MXNet's own __iter__ must come back, not the other's copy.
     from mxcompat.convert import graph
+
     own = vars(mx.sym.Symbol)["__iter__"]
     first, second = graph._symbols_iterate_by_index(), graph._symbols_iterate_by_index()
     first.__enter__()
     second.__enter__()
     assert vars(mx.sym.Symbol)["__iter__"] is not own
     first.__exit__(None, None, None)
-    assert vars(mx.sym.Symbol)["__iter__"] is not own   # the second is still building
+    assert vars(mx.sym.Symbol)["__iter__"] is not own  # the second is still building
     second.__exit__(None, None, None)
     assert vars(mx.sym.Symbol)["__iter__"] is own
 
 
 # --- array facts: MXNet's C API read directly, the same answers as MXNet's properties ------------
+
 
 def _fact_arrays():
     dtypes = ["float32", "float64", "float16", "uint8", "int32", "int8", "int64"]
@@ -773,6 +828,7 @@ def _fact_arrays():
 def test_array_facts_match_mxnets_own_properties():
     from mxcompat._core import facts as _compat
     from mxcompat.convert import array_facts
+
     # The pip wheels of every release are built with 32-bit shapes: the direct reader runs.
     assert _compat.int64_tensor_size() is False
     direct, own = array_facts.reader(), array_facts._Properties()
@@ -790,6 +846,7 @@ def test_array_facts_match_mxnets_own_properties():
 @pytest.mark.parametrize("reader", ["_Direct", "_Properties"])
 def test_unallocated_gradients_take_the_shape_dtype_and_context_asked(reader):
     from mxcompat.convert import array_facts
+
     made = getattr(array_facts, reader)()
     for a in _fact_arrays():
         shape, dtype, ctx = made.facts(a)

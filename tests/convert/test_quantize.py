@@ -5,15 +5,18 @@ on int8), so every quantization runs in a subprocess.  Quantized CPU graphs only
 MKLDNN builds, and are tested from 1.8 (``_compat.QUANTIZED_CPU``): whether 1.7's oneDNN runs
 them depends on the CPU ("x2APIC is not supported" on AMD EPYC VMs, int8 aborts elsewhere).
 """
+
 import pytest
 
 import mxcompat
 
 import mxnet as mx  # noqa: E402
 
-QUANTIZED_CPU = ("quantized CPU graphs need MXNet >= 1.8 (1.3-1.5 have no CPU kernel for "
-                 "quantized convolution, 1.6 is built without MKLDNN, 1.7's oneDNN fails on "
-                 "some CPUs)")
+QUANTIZED_CPU = (
+    "quantized CPU graphs need MXNet >= 1.8 (1.3-1.5 have no CPU kernel for "
+    "quantized convolution, 1.6 is built without MKLDNN, 1.7's oneDNN fails on "
+    "some CPUs)"
+)
 
 # A small CNN (conv + BN + relu + pool + conv + relu + global pool + dense), trained a few
 # steps (weights and BatchNorm statistics off their initial values), and a synthetic batch.
@@ -49,18 +52,20 @@ def agreement(qmod):
     return float((out.argmax(axis=1) == float_top1).mean())
 """
 
+
 def run_quantized(python, body):
     proc = python(SETUP + body, check=False, timeout=150)
     output = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        pytest.fail("quantization subprocess failed (%d):\n%s" % (proc.returncode,
-                                                                   output[-4000:]))
+        pytest.fail("quantization subprocess failed (%d):\n%s" % (proc.returncode, output[-4000:]))
     return dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
 
 
 @pytest.mark.mxnet(">=1.8", reason=QUANTIZED_CPU)
 def test_quantize_gluon_model_uint8_naive(python):
-    result = run_quantized(python, """
+    result = run_quantized(
+        python,
+        """
 before = {k: p.data().asnumpy().copy() for k, p in net.collect_params().items()}
 qmod = mxcompat.quantize(net, calib_data=calib, calib_mode="naive", quantized_dtype="uint8",
                          num_calib_examples=16, data_shapes=[("data", x.shape)])
@@ -69,7 +74,8 @@ print("QUANTIZED", any(a.dtype != np.float32 for a in qmod.get_params()[0].value
 same = all(np.array_equal(before[k], p.data().asnumpy())
            for k, p in net.collect_params().items())
 print("SOURCE_UNCHANGED", same)
-""")
+""",
+    )
     assert float(result["AGREE"]) >= 0.9
     assert result["QUANTIZED"] == "True"
     assert result["SOURCE_UNCHANGED"] == "True"
@@ -79,7 +85,9 @@ print("SOURCE_UNCHANGED", same)
 def test_issue_flow_to_module_then_mxnet_quantize_model(python):
     # What the issue asks to work by hand: net.to_module() -> contrib.quantization (the MKLDNN
     # variant on CPU: plain quantize_model's graph fails at forward there) -> a Module.
-    result = run_quantized(python, """
+    result = run_quantized(
+        python,
+        """
 mod = net.to_module(copy=False)
 arg_params, aux_params = mod.get_params()
 qsym, qargs, qauxs = mx.contrib.quantization.quantize_model_mkldnn(
@@ -90,7 +98,8 @@ qmod = mx.mod.Module(qsym, label_names=None)
 qmod.bind(data_shapes=[("data", x.shape)], for_training=False)
 qmod.set_params(qargs, qauxs, allow_extra=True)
 print("AGREE", agreement(qmod))
-""")
+""",
+    )
     assert float(result["AGREE"]) >= 0.9
 
 
@@ -98,7 +107,9 @@ print("AGREE", agreement(qmod))
 def test_quantize_module_with_softmax_head_and_tuple(python):
     # A Module-era model (SoftmaxOutput head: replaced by softmax, no label needed), given as
     # a Module, and as MXNet's own (sym, arg_params, aux_params).
-    result = run_quantized(python, """
+    result = run_quantized(
+        python,
+        """
 mod = net.to_module(loss="softmax", data_shapes=[("data", x.shape)])
 q1 = mxcompat.quantize(mod, calib_data=x[:16], num_calib_examples=16)
 q1.bind(data_shapes=[("data", x.shape)], for_training=False)
@@ -108,7 +119,8 @@ args, auxs = mod.get_params()
 q2 = mxcompat.quantize((mod.symbol, args, auxs), calib_data=calib, num_calib_examples=16,
                        data_shapes=[("data", x.shape)])
 print("TUPLE", agreement(q2))
-""")
+""",
+    )
     assert float(result["MODULE"]) >= 0.9
     assert float(result["TUPLE"]) >= 0.9
     assert result["LABELS"] == "[]"
@@ -118,6 +130,7 @@ print("TUPLE", agreement(q2))
 def test_quantize_refuses_cpu_without_mkldnn():
     # Refused before anything is quantized, so this one can run in-process.
     from mxnet import gluon
+
     net = gluon.nn.Dense(2, in_units=3)
     net.initialize()
     with pytest.raises(RuntimeError, match="MKLDNN") as err:

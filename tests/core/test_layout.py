@@ -1,5 +1,6 @@
 """The package's layout keeps its promises: ``patches.ORDER`` is the registry, every patch
 lives under its own name, and the wheel carries every subpackage."""
+
 import importlib
 import os
 import zipfile
@@ -21,8 +22,11 @@ def test_order_is_the_registry():
 
 
 def test_every_patch_lives_under_its_name():
-    in_folder = sorted(f[:-3] for f in os.listdir(os.path.join(PACKAGE, "patches"))
-                       if f.endswith(".py") and f != "__init__.py")
+    in_folder = sorted(
+        f[:-3]
+        for f in os.listdir(os.path.join(PACKAGE, "patches"))
+        if f.endswith(".py") and f != "__init__.py"
+    )
     assert in_folder == sorted(set(patches.ORDER) - set(patches.HOMES))
     for name in patches.ORDER:
         module = importlib.import_module("mxcompat." + patches.module_of(name))
@@ -51,6 +55,7 @@ def test_wheel_holds_every_module(tmp_path):
 def _imports_of(path, module):
     """The mxcompat modules ``module`` (at ``path``) imports, at its top or inside a function."""
     import ast
+
     with open(path) as f:
         tree = ast.parse(f.read())
     package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
@@ -60,7 +65,7 @@ def _imports_of(path, module):
             found.update(a.name for a in node.names if a.name.startswith("mxcompat"))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 source = ".".join(base + ([node.module] if node.module else []))
             else:
                 source = node.module or ""
@@ -80,7 +85,7 @@ def _modules():
             if f.endswith(".py"):
                 path = os.path.join(folder, f)
                 name = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
-                modules[name[:-len(".__init__")] if name.endswith(".__init__") else name] = path
+                modules[name[: -len(".__init__")] if name.endswith(".__init__") else name] = path
     return modules
 
 
@@ -94,7 +99,7 @@ def _circles(graph):
     def visit(module, path):
         for target in sorted(graph[module]):
             if target in path:
-                circles.append(path[path.index(target):] + [target])
+                circles.append(path[path.index(target) :] + [target])
             elif target not in done:
                 visit(target, path + [target])
         done.add(module)
@@ -107,6 +112,6 @@ def _circles(graph):
 
 def test_no_import_circle():
     graph = dict((m, _imports_of(p, m) & set(_MODULES)) for m, p in _MODULES.items())
-    assert graph["mxcompat._core.hooks"] >= {"mxcompat._core.settings"}   # the walk sees imports
+    assert graph["mxcompat._core.hooks"] >= {"mxcompat._core.settings"}  # the walk sees imports
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
     assert _circles(graph) == []

@@ -1,4 +1,5 @@
 """The patch lifecycle, each permutation in a fresh interpreter (ddtrace's patch test style)."""
+
 import re
 import sys
 import textwrap
@@ -83,39 +84,50 @@ def run(python, body, env=None):
 
 
 def test_import_does_not_import_mxnet_or_numpy(python):
-    out = run(python, """
+    out = run(
+        python,
+        """
         import mxcompat
         print(sorted(m for m in ("mxnet", "numpy") if m in sys.modules))
         print(mxcompat.patched())
-    """)
+    """,
+    )
     assert out == ["[]", "()"]
 
 
 def test_mxcompat_before_mxnet(python):
-    out = run(python, """
+    out = run(
+        python,
+        """
         import mxcompat
         import mxnet
         print(mxcompat.patched())
         assert_each_once(mxcompat.patched())
         print("ok")
-    """)
+    """,
+    )
     assert out == [repr(ALL), "ok"]
 
 
 @pytest.mark.requires_plain_import
 def test_mxnet_before_mxcompat(python):
-    out = run(python, """
+    out = run(
+        python,
+        """
         import mxnet
         import mxcompat
         print(mxcompat.patched())
         assert_each_once(mxcompat.patched())
         print("ok")
-    """)
+    """,
+    )
     assert out == [repr(ALL), "ok"]
 
 
 def test_double_import_reload_and_patch_twice_wrap_once(python):
-    out = run(python, """
+    out = run(
+        python,
+        """
         import importlib
         import mxcompat
         import mxnet
@@ -125,13 +137,16 @@ def test_double_import_reload_and_patch_twice_wrap_once(python):
         mxcompat.patch("labels")
         assert_each_once(mxcompat.patched())
         print(mxcompat.patched())
-    """)
+    """,
+    )
     assert out == [repr(ALL)]
 
 
 @pytest.mark.requires_plain_import
 def test_unpatch_restores_exact_originals_and_repatch(python):
-    out = run(python, """
+    out = run(
+        python,
+        """
         import mxnet
         from mxnet.module import Module, BucketingModule
         before_bind, before_init = Module.bind, vars(Module)["__init__"]
@@ -149,7 +164,8 @@ def test_unpatch_restores_exact_originals_and_repatch(python):
         mxcompat.patch()
         assert_each_once(mxcompat.patched())
         print(mxcompat.patched())
-    """)
+    """,
+    )
     assert out == ["()", repr(ALL)]
 
 
@@ -157,7 +173,9 @@ def test_unpatch_restores_exact_originals_and_repatch(python):
 def test_unpatching_a_lower_patch_keeps_the_upper_one(python):
     # labels and bare_names both wrap Module.__init__; removing the lower one must leave
     # exactly the upper one over MXNet's original.
-    out = run(python, """
+    out = run(
+        python,
+        """
         import mxnet
         from mxnet.module import Module
         original = vars(Module)["__init__"]
@@ -171,13 +189,18 @@ def test_unpatching_a_lower_patch_keeps_the_upper_one(python):
         mxcompat.unpatch("labels")
         assert_each_once(mxcompat.patched())
         print(mxcompat.patched())
-    """)
-    assert out == [repr(tuple(n for n in ALL if n != "bare_names")),
-                   repr(tuple(n for n in ALL if n != "labels"))]
+    """,
+    )
+    assert out == [
+        repr(tuple(n for n in ALL if n != "bare_names")),
+        repr(tuple(n for n in ALL if n != "labels")),
+    ]
 
 
 def test_threads_patch_concurrently_and_with_the_import(python):
-    out = run(python, """
+    out = run(
+        python,
+        """
         import threading
         import mxcompat
         barrier = threading.Barrier(9)
@@ -202,26 +225,32 @@ def test_threads_patch_concurrently_and_with_the_import(python):
         assert not errors, errors
         assert_each_once(mxcompat.patched())
         print(mxcompat.patched())
-    """)
+    """,
+    )
     assert out == [repr(ALL)]
 
 
 @pytest.mark.requires_plain_import
 def test_patch_before_mxnet_is_deferred(python):
-    out = run(python, """
+    out = run(
+        python,
+        """
         import mxcompat
         mxcompat.unpatch()
         mxcompat.patch("labels")
         print(mxcompat.patched())
         import mxnet
         print(mxcompat.patched())
-    """)
+    """,
+    )
     assert out == ["()", "('labels',)"]
 
 
 @pytest.mark.requires_plain_import
 def test_env_disable_all(python):
-    out = run(python, """
+    out = run(
+        python,
+        """
         import mxnet
         from mxnet.module import Module
         before = Module.bind
@@ -229,23 +258,33 @@ def test_env_disable_all(python):
         print(mxcompat.patched(), Module.bind is before)
         mxcompat.patch("labels")  # an explicit call still works
         print(mxcompat.patched())
-    """, env={"MXCOMPAT_DISABLE": "1"})
+    """,
+        env={"MXCOMPAT_DISABLE": "1"},
+    )
     assert out == ["() True", "('labels',)"]
 
 
 def test_env_disable_named(python):
-    out = run(python, """
+    out = run(
+        python,
+        """
         import mxcompat, mxnet
         print(mxcompat.patched())
-    """, env={"MXCOMPAT_DISABLE_PATCHES": "labels"})
+    """,
+        env={"MXCOMPAT_DISABLE_PATCHES": "labels"},
+    )
     assert out == [repr(tuple(n for n in ALL if n != "labels"))]
 
 
 def test_env_disable_unknown_name_warns_once(python):
-    proc = python(PRELUDE + textwrap.dedent("""
+    proc = python(
+        PRELUDE
+        + textwrap.dedent("""
         import mxcompat, mxnet
         print(mxcompat.patched())
-    """), env={"MXCOMPAT_DISABLE_PATCHES": "labels, nosuch"})
+    """),
+        env={"MXCOMPAT_DISABLE_PATCHES": "labels, nosuch"},
+    )
     assert proc.stdout.strip() == repr(tuple(n for n in ALL if n != "labels"))
     assert proc.stderr.count("MXCompatWarning") == 1
     assert "MXCOMPAT_DISABLE_PATCHES names unknown patch(es) 'nosuch'" in proc.stderr
@@ -272,20 +311,30 @@ def test_unsupported_mxnet_version_warns_once_and_patches_nothing(python, tmpdir
     # way to put a release outside the range on this machine.
     fake = tmpdir.mkdir("fake").mkdir("mxnet")
     fake.join("__init__.py").write("__version__ = %r\n" % version)
-    proc = python(PRELUDE + textwrap.dedent("""
+    proc = python(
+        PRELUDE
+        + textwrap.dedent(
+            """
         import mxcompat
         import mxnet
         print(mxnet.__file__.startswith(%r), mxcompat.patched())
         mxcompat.patch()
         print(mxcompat.patched())
-    """ % str(tmpdir)), env={"PYTHONPATH": str(tmpdir.join("fake"))})
+    """
+            % str(tmpdir)
+        ),
+        env={"PYTHONPATH": str(tmpdir.join("fake"))},
+    )
     assert proc.stdout.split() == ["True", "()", "()"]
     assert proc.stderr.count("MXCompatWarning") == 1
-    assert ("mxcompat supports mxnet >=1.3, <2; the imported mxnet is %r, so nothing is patched"
-            % version) in proc.stderr
+    assert (
+        "mxcompat supports mxnet >=1.3, <2; the imported mxnet is %r, so nothing is patched"
+        % version
+    ) in proc.stderr
 
 
 # --- never hurts: a failing patch, foreign wrappers, -O/-OO, one message per warning ---------
+
 
 @pytest.mark.parametrize("how", ["missing target", "error in on_apply"])
 def test_a_patch_that_cannot_be_applied_warns_once_and_the_rest_apply(python, how):
@@ -302,11 +351,15 @@ def test_a_patch_that_cannot_be_applied_warns_once_and_the_rest_apply(python, ho
             P._registry[labels.PATCH].on_apply = on_apply
         """,
     }[how]
-    out = run(python, textwrap.dedent("""
+    out = run(
+        python,
+        textwrap.dedent("""
         import mxcompat
         import mxcompat._core.registry as P
         from mxcompat.patches import labels
-    """) + textwrap.dedent(break_it) + textwrap.dedent("""
+    """)
+        + textwrap.dedent(break_it)
+        + textwrap.dedent("""
         ours = our_warnings(import_mxnet)
         print(len(ours))
         print(ours[0])
@@ -315,10 +368,13 @@ def test_a_patch_that_cannot_be_applied_warns_once_and_the_rest_apply(python, ho
         assert all("labels" not in stack for stack in chains().values())
         # Asked again (another patch() call): no second warning.
         print(len(our_warnings(mxcompat.patch)))
-    """))
-    reason = {"missing target": "AttributeError: mxcompat: mxnet.module.module."
-                                "Module.no_such_method not found",
-              "error in on_apply": "ZeroDivisionError: a bug"}[how]
+    """),
+    )
+    reason = {
+        "missing target": "AttributeError: mxcompat: mxnet.module.module."
+        "Module.no_such_method not found",
+        "error in on_apply": "ZeroDivisionError: a bug",
+    }[how]
     assert out[0] == "1", out
     assert out[1].startswith("mxcompat's patch 'labels' could not be applied to mxnet ")
     assert out[1].endswith("(%s), so it is off; the other patches are applied" % reason), out[1]
@@ -327,7 +383,9 @@ def test_a_patch_that_cannot_be_applied_warns_once_and_the_rest_apply(python, ho
 
 
 def test_a_failing_pre_import_action_warns_and_mxnet_imports(python):
-    out = run(python, """
+    out = run(
+        python,
+        """
         import mxcompat
         from mxcompat._core import hooks as _preimport
         def boom(version):
@@ -337,11 +395,14 @@ def test_a_failing_pre_import_action_warns_and_mxnet_imports(python):
         print(len(ours))
         print(ours[0])
         print(mxcompat.patched())
-    """)
+    """,
+    )
     assert out[0] == "1", out
-    assert out[1] == ("mxcompat's patch 'labels' could not prepare mxnet's import (RuntimeError: "
-                      "broken pre-import step); mxnet may fail to import or misbehave where it "
-                      "needed it")
+    assert out[1] == (
+        "mxcompat's patch 'labels' could not prepare mxnet's import (RuntimeError: "
+        "broken pre-import step); mxnet may fail to import or misbehave where it "
+        "needed it"
+    )
     assert out[2] == repr(ALL)
 
 
@@ -349,12 +410,14 @@ def _top_of_reshape():
     """Module, the wrapper on top of Module.reshape and its patch (labels, or onednn_fc_bias
     where it applies: both wrap reshape)."""
     from mxnet.module import Module
+
     ours = vars(Module)["reshape"]
     return Module, ours, ours._self_mxcompat_patch
 
 
 def test_a_wrapt_wrapper_over_ours_survives_unpatch():
     import wrapt
+
     Module, ours, name = _top_of_reshape()
     original = ours.__wrapped__
     calls = []
@@ -383,15 +446,18 @@ def test_a_wrapt_wrapper_over_ours_survives_unpatch():
     assert vars(Module)["reshape"].__wrapped__ is original
 
 
-@pytest.mark.skipif("numpy2" not in applicable_patches(),
-                    reason="the numpy2 patch applies on NumPy 2 only (this is NumPy %s)"
-                    % __import__("numpy").__version__)
+@pytest.mark.skipif(
+    "numpy2" not in applicable_patches(),
+    reason="the numpy2 patch applies on NumPy 2 only (this is NumPy %s)"
+    % __import__("numpy").__version__,
+)
 def test_a_wrapt_wrapper_over_numpy2s_function_stand_in_survives_unpatch():
     # numpy2 stands in for _imperative_invoke with a plain function (not a wrapt proxy):
     # removing it from beneath a tracer's wrapper must work as for a proxy.
     import numpy as np
     import wrapt
     from mxnet.ndarray import register
+
     ours = vars(register)["_imperative_invoke"]
     assert ours._self_mxcompat_patch == "numpy2" and not isinstance(ours, wrapt.ObjectProxy)
     original = ours.__wrapped__
@@ -424,6 +490,7 @@ def test_a_wrapt_wrapper_over_numpy2s_function_stand_in_survives_unpatch():
 def test_unpatch_refuses_when_a_plain_wrapper_holds_ours():
     import functools
     import warnings
+
     Module, ours, name = _top_of_reshape()
     original = ours.__wrapped__
 
@@ -441,7 +508,8 @@ def test_unpatch_refuses_when_a_plain_wrapper_holds_ours():
         assert len(ours_warnings) == 1, ours_warnings
         assert ours_warnings[0].startswith(
             "mxcompat cannot remove its patch %r: other code has wrapped over what patch "
-            "%r wraps (with <function Module.reshape" % (name, name))
+            "%r wraps (with <function Module.reshape" % (name, name)
+        )
         assert ours_warnings[0].endswith("so patch %r stays applied" % name)
         assert name in mxcompat.patched() and vars(Module)["reshape"] is theirs
     finally:
@@ -473,18 +541,30 @@ def test_import_under_optimize_flags(flag):
     import subprocess
     import sys
     from conftest import subprocess_env
+
     # patch_names() loads every patch module, as `import mxnet` would.
-    code = ("import mxcompat; from mxcompat._core import registry as P; mxcompat.patch_names(); "
-            "print(all(p.doc for p in P._registry.values()), len(P._registry))")
-    proc = subprocess.run([sys.executable, flag, "-c", code], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, env=subprocess_env(),
-                          timeout=180)
+    code = (
+        "import mxcompat; from mxcompat._core import registry as P; mxcompat.patch_names(); "
+        "print(all(p.doc for p in P._registry.values()), len(P._registry))"
+    )
+    proc = subprocess.run(
+        [sys.executable, flag, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=subprocess_env(),
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", str(len(mxcompat.patch_names()))]
-    proc = subprocess.run([sys.executable, flag, "-c", "import mxcompat, mxnet; "
-                           "print(mxcompat.patched())"], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, env=subprocess_env(),
-                          timeout=180)
+    proc = subprocess.run(
+        [sys.executable, flag, "-c", "import mxcompat, mxnet; print(mxcompat.patched())"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=subprocess_env(),
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr
     # Under -OO the python_oo patch (MXNet's own import needs it) applies as well.
     assert proc.stdout.strip() == repr(ALL + (("python_oo",) if flag == "-OO" else ()))
@@ -503,10 +583,16 @@ def test_one_message_per_warning_under_logging_basic_config(python):
     import subprocess
     import sys
     from conftest import subprocess_env
+
     for mode, want in (("default", 1), ("ignore", 0)):
-        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code), mode],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              universal_newlines=True, env=subprocess_env(), timeout=180)
+        proc = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code), mode],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            env=subprocess_env(),
+            timeout=180,
+        )
         assert proc.returncode == 0, proc.stderr
         lines = [l for l in proc.stderr.splitlines() if "'data'" in l and "one name" in l]
         assert len(lines) == want, (mode, proc.stderr)
@@ -518,10 +604,12 @@ def test_one_message_per_warning_under_logging_basic_config(python):
 
 def test_warning_points_at_the_callers_line():
     import warnings
+
     sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        mx.mod.Module(sym, data_names="data", label_names=None); line = sys._getframe().f_lineno  # noqa: E702,E501
+        mx.mod.Module(sym, data_names="data", label_names=None)
+        line = sys._getframe().f_lineno  # noqa: E702,E501
     ours = [w for w in caught if w.category is mxcompat.MXCompatWarning]
     assert len(ours) == 1
     assert (ours[0].filename, ours[0].lineno) == (__file__, line)
@@ -530,7 +618,9 @@ def test_warning_points_at_the_callers_line():
 def test_unpatch_restores_exact_originals_with_mxcompat_imported_first(python):
     # The order that works everywhere, NumPy 2 / Python 3.12+ included, where numpy_names,
     # numpy2 and distutils apply: MXNet's own objects are found beneath our wrappers.
-    out = run(python, """
+    out = run(
+        python,
+        """
         import numpy, types
         def plain(module):   # submodules imported meanwhile (numpy.random…) are not ours
             return {k: v for k, v in vars(module).items()
@@ -566,13 +656,15 @@ def test_unpatch_restores_exact_originals_with_mxcompat_imported_first(python):
         mxcompat.patch()
         assert_each_once(mxcompat.patched())
         print(mxcompat.patched())
-    """)
+    """,
+    )
     assert out == ["True", "()", repr(ALL)]
 
 
 def test_declared_wrapt_floor():
     import os
     import wrapt
+
     root = ROOT
     with open(os.path.join(root, "pyproject.toml")) as f:
         floor = re.search(r'"wrapt>=([0-9.]+)"', f.read()).group(1)
@@ -587,9 +679,11 @@ def test_declared_wrapt_floor():
 def test_a_wrapt_wrapper_over_an_added_attribute_keeps_it():
     import wrapt
     from mxnet.module import Module
+
     added = vars(Module)["to_gluon"]
-    theirs = wrapt.wrap_function_wrapper(Module, "to_gluon",
-                                         lambda wrapped, instance, args, kwargs: "theirs")
+    theirs = wrapt.wrap_function_wrapper(
+        Module, "to_gluon", lambda wrapped, instance, args, kwargs: "theirs"
+    )
     try:
         mxcompat.unpatch("convert")
         # Ours was an added attribute: nothing of MXNet's lies beneath to splice to.
@@ -603,8 +697,10 @@ def test_a_wrapt_wrapper_over_an_added_attribute_keeps_it():
 
 # --- SharedScope: one change while any thread needs it --------------------------------------------
 
+
 def _counting_scope(fail_first=False):
     from mxcompat._core.scope import SharedScope
+
     log = []
 
     def install():
@@ -613,11 +709,13 @@ def _counting_scope(fail_first=False):
             raise RuntimeError("install failed")
         log.append("install")
         return lambda: log.append("undo")
+
     return SharedScope(install), log
 
 
 def test_shared_scope_installs_on_first_entry_and_undoes_on_last_exit_out_of_order():
     import threading
+
     scope, log = _counting_scope()
     first_in, second_in, first_may_leave = (threading.Event() for _ in range(3))
 
@@ -634,14 +732,15 @@ def test_shared_scope_installs_on_first_entry_and_undoes_on_last_exit_out_of_ord
         with scope:
             second_in.set()
             first_may_leave.set()
-            thread.join(10)          # the first leaves while this one is inside
+            thread.join(10)  # the first leaves while this one is inside
             assert log == ["install"]
+
     thread = threading.Thread(target=first)
     thread.start()
     second()
     assert not thread.is_alive()
     assert log == ["install", "undo"]
-    with scope:                      # and again from scratch
+    with scope:  # and again from scratch
         with scope:
             pass
     assert log == ["install", "undo", "install", "undo"]
@@ -659,6 +758,7 @@ def test_shared_scope_install_that_fails_counts_nobody_in():
 
 def test_shared_scope_many_threads():
     import threading
+
     scope, log = _counting_scope()
     barrier = threading.Barrier(8)
 
@@ -667,6 +767,7 @@ def test_shared_scope_many_threads():
         for _ in range(200):
             with scope:
                 pass
+
     assert run_threads(run, 8, 60) == []
     # Every install was undone, in turn: never two in place at once.
     half = len(log) // 2

@@ -1,5 +1,6 @@
 """The one list of legacy traps (mxcompat/_core/traps.py) agrees with the README, the patches and
 the ``mxcompat check`` lines."""
+
 import os
 
 import mxcompat

@@ -1,5 +1,6 @@
 """The supported-combinations table (mxcompat/_core/versions.py) against what tox.ini runs and
 what the README's "Supported versions" table says: the three must never drift apart."""
+
 import configparser
 import os
 import re
@@ -9,20 +10,32 @@ import pytest
 from mxcompat._core import versions as _versions
 
 from conftest import ROOT
+
 TOX_INI = os.path.join(ROOT, "tox.ini")
 README = os.path.join(ROOT, "README.md")
 
 # What tox adds for mxcompat's own tests: the test tools (pytest-xdist: `-n 2` in
 # test_strict_warnings; hypothesis: the bad-input properties), uv (test_matrix), onnx and
 # onnxruntime (mxcompat's onnx extra), libcst (the scan extra).
-TEST_ONLY = {"pytest>=6", "pytest-xdist", "hypothesis", "looseversion>=1.3",
-             "opencv-python-headless", "pip", "uv", "onnx", "onnxruntime", "libcst"}
+TEST_ONLY = {
+    "pytest>=6",
+    "pytest-xdist",
+    "hypothesis",
+    "looseversion>=1.3",
+    "opencv-python-headless",
+    "pip",
+    "uv",
+    "onnx",
+    "onnxruntime",
+    "libcst",
+}
 # tox envs that are a combination plus one factor testing mxcompat itself (the wrapt floor).
 VARIANT_FACTORS = {"wrapt114": {"wrapt==1.14.1"}}
 NOT_COMBINATIONS = {"bench"}
 
-needs_checkout = pytest.mark.skipif(not os.path.exists(TOX_INI),
-                                    reason="needs the source checkout (tox.ini)")
+needs_checkout = pytest.mark.skipif(
+    not os.path.exists(TOX_INI), reason="needs the source checkout (tox.ini)"
+)
 
 
 def _factor_lines(text, env):
@@ -39,8 +52,10 @@ def _factor_lines(text, env):
             lines.append(line)
             continue
         condition, value = match.groups()
-        if any(all(f in factors for f in alternative.split("-"))
-               for alternative in condition.split(",")):
+        if any(
+            all(f in factors for f in alternative.split("-"))
+            for alternative in condition.split(",")
+        ):
             lines.append(value)
     return lines
 
@@ -69,17 +84,19 @@ def _combination_of(env):
 def test_every_combination_is_a_tox_env_and_every_tox_env_a_combination():
     envs = _tox_envs(_tox())
     names = [c.name for c in _versions.COMBINATIONS]
-    assert sorted(set(names)) == sorted(names)   # no name twice
+    assert sorted(set(names)) == sorted(names)  # no name twice
     missing = [n for n in names if n not in envs]
     assert missing == []
     for env in envs:
         if env not in NOT_COMBINATIONS:
-            _combination_of(env)   # KeyError: a tox env the table lacks
+            _combination_of(env)  # KeyError: a tox env the table lacks
 
 
 @needs_checkout
-@pytest.mark.parametrize("env", [e for e in _tox_envs(_tox()) if e not in NOT_COMBINATIONS]
-                         if os.path.exists(TOX_INI) else [])
+@pytest.mark.parametrize(
+    "env",
+    [e for e in _tox_envs(_tox()) if e not in NOT_COMBINATIONS] if os.path.exists(TOX_INI) else [],
+)
 def test_tox_installs_each_combination_as_the_table_says(env):
     tox = _tox()["testenv"]
     combination, variant = _combination_of(env)
@@ -91,8 +108,7 @@ def test_tox_installs_each_combination_as_the_table_says(env):
     steps = combination.install_steps()
     if combination.no_deps:
         # tox installs deps first, then MXNet without its pins (commands_pre).
-        assert pre == ["python -m pip install -q --disable-pip-version-check "
-                       + " ".join(steps[0])]
+        assert pre == ["python -m pip install -q --disable-pip-version-check " + " ".join(steps[0])]
         assert installed == set(steps[1])
     else:
         assert pre == []
@@ -129,7 +145,8 @@ def test_the_readme_table_shows_every_combination_as_the_table_says():
                 assert "--no-deps" in install or install.startswith("same with"), env
             elif not variant:
                 assert install == "`pip install %s %s mxcompat`" % tuple(
-                    combination.install_steps()[0]), env
+                    combination.install_steps()[0]
+                ), env
     assert seen == set(c.name for c in _versions.COMBINATIONS)
 
 
@@ -137,15 +154,19 @@ def test_install_steps():
     assert _versions.by_name("mx191").install_lines() == ["pip install mxnet==1.9.1 numpy==1.23.5"]
     assert _versions.by_name("py313-mxnet191-numpylatest").install_lines() == [
         "pip install --no-deps mxnet==1.9.1",
-        'pip install "numpy>=2" "requests<3" graphviz==0.8.4']
+        'pip install "numpy>=2" "requests<3" graphviz==0.8.4',
+    ]
     assert [c.name for c in _versions.COMBINATIONS if c.modern][:2] == [
-        "py312-mxnet191-numpy126", "py313-mxnet191-numpy24"]
+        "py312-mxnet191-numpy126",
+        "py313-mxnet191-numpy24",
+    ]
     with pytest.raises(KeyError):
         _versions.by_name("mx100")
 
 
 def test_the_readme_states_the_supported_range_declared_in_compat():
     from mxcompat._core import facts as _compat
+
     with open(README) as f:
         text = f.read()
     assert _compat.SUPPORTED == ">=1.3, <2"

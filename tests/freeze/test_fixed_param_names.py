@@ -1,5 +1,6 @@
 """``module._fixed_param_names`` agrees with what is frozen (patch ``fixed_param_names``):
 legacy code that reads it (e.g. to log "Fixed model parameters") sees the registry's names."""
+
 import pytest
 
 import mxcompat
@@ -34,8 +35,10 @@ def test_module_lists_its_own_and_the_registrys_names_in_parameter_order():
     assert mod._fixed_param_names == ["fc2_bias", "fc1_weight", "fc1_bias"]
     assert mod._fixed_param_names.own == ["fc2_bias"]
     # What a legacy training loop logs:
-    assert ("Fixed model parameters: %s" % ", ".join(mod._fixed_param_names)
-            == "Fixed model parameters: fc2_bias, fc1_weight, fc1_bias")
+    assert (
+        "Fixed model parameters: %s" % ", ".join(mod._fixed_param_names)
+        == "Fixed model parameters: fc2_bias, fc1_weight, fc1_bias"
+    )
     mxcompat.unfreeze("fc1_*")
     assert mod._fixed_param_names == ["fc2_bias"]
 
@@ -44,7 +47,7 @@ def test_assignment_sets_the_modules_own_names_only():
     mod = _module()
     mxcompat.freeze("fc1_weight")
     mod._fixed_param_names = mod._fixed_param_names + ["fc2_weight"]
-    assert mod._fixed_param_names == ["fc2_weight", "fc1_weight"]   # own names first
+    assert mod._fixed_param_names == ["fc2_weight", "fc1_weight"]  # own names first
     mxcompat.unfreeze()
     assert mod._fixed_param_names == ["fc2_weight"]
     # The list read back and assigned as it is keeps no registry name either.
@@ -77,15 +80,19 @@ def test_changed_in_place_changes_the_modules_own_list():
     mod._fixed_param_names.remove("fc2_bias")
     with pytest.raises(ValueError) as info:
         mod._fixed_param_names.remove("fc1_weight")
-    assert str(info.value) == ("mxcompat: 'fc1_weight' is frozen by the mxcompat.freeze "
-                               "registry, not fixed by this module: mxcompat.unfreeze(...) "
-                               "thaws it")
+    assert str(info.value) == (
+        "mxcompat: 'fc1_weight' is frozen by the mxcompat.freeze "
+        "registry, not fixed by this module: mxcompat.unfreeze(...) "
+        "thaws it"
+    )
     mxcompat.unfreeze()
     assert mod._fixed_param_names == ["fc2_weight", "fc1_bias"]
 
 
-@pytest.mark.skipif(not ONEDNN_FC_RUNS, reason="oneDNN FullyConnected kernels run on MXNet "
-                    ">= 1.7 CPU builds with MKLDNN enabled only")
+@pytest.mark.skipif(
+    not ONEDNN_FC_RUNS,
+    reason="oneDNN FullyConnected kernels run on MXNet >= 1.7 CPU builds with MKLDNN enabled only",
+)
 def test_bind_keeps_a_frozen_fc_weight_off_null_where_it_would_stop_its_bias():
     # Were the registry's names read inside bind, MXNet would give fc1_weight 'null' and
     # oneDNN would stop fc1_bias (freeze keeps it off 'null' and skips its update instead).
@@ -100,8 +107,9 @@ def _sym_gen(key):
 
 
 def test_bucketing_module_lists_the_registrys_names_once_bound():
-    bucketing = mx.mod.BucketingModule(_sym_gen, default_bucket_key=4,
-                                       fixed_param_names=["fc2_bias"])
+    bucketing = mx.mod.BucketingModule(
+        _sym_gen, default_bucket_key=4, fixed_param_names=["fc2_bias"]
+    )
     mxcompat.freeze("fc1_weight")
     # Before bind no bucket exists: its parameters are unknown.
     assert bucketing._fixed_param_names == ["fc2_bias"]
@@ -110,8 +118,9 @@ def test_bucketing_module_lists_the_registrys_names_once_bound():
     assert bucketing._curr_module._fixed_param_names == ["fc2_bias", "fc1_weight"]
     bucketing.init_params()
     # A bucket built while the registry freezes fc1_weight keeps its own names only.
-    bucketing.switch_bucket(5, data_shapes=[("data", (BATCH, 4))],
-                            label_shapes=[("lro_label", (BATCH, 2))])
+    bucketing.switch_bucket(
+        5, data_shapes=[("data", (BATCH, 4))], label_shapes=[("lro_label", (BATCH, 2))]
+    )
     assert bucketing._buckets[5]._fixed_param_names.own == ["fc2_bias"]
     mxcompat.unfreeze()
     assert bucketing._fixed_param_names == ["fc2_bias"]

@@ -5,6 +5,7 @@ every parameter not frozen must have changed on each device.  The network has an
 frozen while its bias trains (the oneDNN case of _compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS)
 and an FC bias frozen while its weight trains.
 """
+
 import fnmatch
 import re
 import threading
@@ -20,7 +21,7 @@ from mxnet import autograd, gluon
 from conftest import ONEDNN_FC
 
 
-FROZEN = ("fc1_weight", "fc2_b*")          # an exact name and a glob
+FROZEN = ("fc1_weight", "fc2_b*")  # an exact name and a glob
 FROZEN_NAMES = {"fc1_weight", "fc2_bias"}
 PARAMS = ("fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias")
 BATCH = 4
@@ -38,12 +39,15 @@ def _ours(record):
 
 # --- helpers: a two-layer net, its batches, per-device parameter snapshots -------------------
 
+
 def _symbol(big=False):
     data = mx.sym.Variable("data")
-    hidden = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=5, name="fc1"),
-                               act_type="tanh")
-    out = mx.sym.LinearRegressionOutput(mx.sym.FullyConnected(hidden, num_hidden=3, name="fc2"),
-                                        name="lro")
+    hidden = mx.sym.Activation(
+        mx.sym.FullyConnected(data, num_hidden=5, name="fc1"), act_type="tanh"
+    )
+    out = mx.sym.LinearRegressionOutput(
+        mx.sym.FullyConnected(hidden, num_hidden=3, name="fc2"), name="lro"
+    )
     if not big:
         return out
     # > 16M elements: MXNet turns update_on_kvstore off for a 'local' kvstore (all releases).
@@ -52,19 +56,28 @@ def _symbol(big=False):
 
 
 def _module(contexts=None, big=False, **kwargs):
-    return mx.mod.Module(_symbol(big), data_names=("data",), label_names=("lro_label",),
-                         context=contexts or mx.cpu(), **kwargs)
+    return mx.mod.Module(
+        _symbol(big),
+        data_names=("data",),
+        label_names=("lro_label",),
+        context=contexts or mx.cpu(),
+        **kwargs,
+    )
 
 
 def _batches(n=3):
     rng = np.random.RandomState(0)
-    return [mx.io.DataBatch([mx.nd.array(rng.uniform(-1, 1, (BATCH, 4)))],
-                            [mx.nd.array(rng.uniform(-1, 1, (BATCH, 3)))]) for _ in range(n)]
+    return [
+        mx.io.DataBatch(
+            [mx.nd.array(rng.uniform(-1, 1, (BATCH, 4)))],
+            [mx.nd.array(rng.uniform(-1, 1, (BATCH, 3)))],
+        )
+        for _ in range(n)
+    ]
 
 
 def _bind(mod, **kwargs):
-    mod.bind(data_shapes=[("data", (BATCH, 4))], label_shapes=[("lro_label", (BATCH, 3))],
-             **kwargs)
+    mod.bind(data_shapes=[("data", (BATCH, 4))], label_shapes=[("lro_label", (BATCH, 3))], **kwargs)
     mx.random.seed(1)
     mod.init_params(mx.init.Uniform(0.5))
 
@@ -79,8 +92,10 @@ def _train(mod, steps, batches):
 def _device_params(mod):
     """{name: [numpy copy on each device]} straight from the executors (no averaging)."""
     group = mod._exec_group
-    return {name: [a.asnumpy().copy() for a in arrays]
-            for name, arrays in zip(group.param_names, group.param_arrays)}
+    return {
+        name: [a.asnumpy().copy() for a in arrays]
+        for name, arrays in zip(group.param_names, group.param_arrays)
+    }
 
 
 def _assert_frozen(start, end, frozen_names):
@@ -93,17 +108,27 @@ def _assert_frozen(start, end, frozen_names):
                 assert not np.array_equal(a, b), "%s did not train on device %d" % (name, k)
 
 
-def _run_module(when, optimizer="sgd", optimizer_params=None, contexts=None, kvstore="local",
-                steps=5, grad_req="write", big=False, frozen=FROZEN):
+def _run_module(
+    when,
+    optimizer="sgd",
+    optimizer_params=None,
+    contexts=None,
+    kvstore="local",
+    steps=5,
+    grad_req="write",
+    big=False,
+    frozen=FROZEN,
+):
     mod = _module(contexts, big=big)
     if when == "before_bind":
         mxcompat.freeze(*frozen)
     _bind(mod, grad_req=grad_req)
-    mod.init_optimizer(kvstore=kvstore, optimizer=optimizer,
-                       optimizer_params=optimizer_params or OPTIMIZERS[0][1])
+    mod.init_optimizer(
+        kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params or OPTIMIZERS[0][1]
+    )
     batches = _batches()
     if when == "after_steps":
-        _train(mod, 3, batches)       # momentum and optimizer states are non-zero now
+        _train(mod, 3, batches)  # momentum and optimizer states are non-zero now
     if when in ("after_init_optimizer", "after_steps"):
         mxcompat.freeze(*frozen)
     start = _device_params(mod)
@@ -134,7 +159,7 @@ def test_seed_program_prints_42_and_41_58_after_unpatch(python):
     out = python(SEED.format(unpatch="")).stdout
     assert "[[[[42.]]]]" in out
     assert "B2=42.00" in out
-    assert "kw-grad=True" in out           # frozen before bind: no gradient buffer
+    assert "kw-grad=True" in out  # frozen before bind: no gradient buffer
     out = python(SEED.format(unpatch="mxcompat.unpatch()")).stdout
     assert "B2=41.58" in out
     assert "kw-grad=False" in out
@@ -142,29 +167,36 @@ def test_seed_program_prints_42_and_41_58_after_unpatch(python):
 
 def test_mxcompat_freeze_environment_variable(python):
     env = {"MXCOMPAT_FREEZE": " kw, fc1_*,,fc[2 "}
-    out = python("""
+    out = python(
+        """
         import warnings
         warnings.simplefilter("always")
         with warnings.catch_warnings(record=True) as record:
             import mxcompat
         print(mxcompat.frozen_patterns())
         print([str(w.message) for w in record if w.category is mxcompat.MXCompatWarning])
-    """, env=env).stdout.splitlines()
-    assert out == ["('kw', 'fc1_*')",
-                   "[\"MXCOMPAT_FREEZE: mxcompat.freeze: invalid glob 'fc[2': the '[' at "
-                   "position 2 is never closed; that pattern is ignored\"]"]
+    """,
+        env=env,
+    ).stdout.splitlines()
+    assert out == [
+        "('kw', 'fc1_*')",
+        "[\"MXCOMPAT_FREEZE: mxcompat.freeze: invalid glob 'fc[2': the '[' at "
+        'position 2 is never closed; that pattern is ignored"]',
+    ]
     # What `mxcompat run --freeze kw` relies on: the seed program, without its freeze line.
-    out = python(SEED.format(unpatch="").replace("mxcompat.freeze('kw')", ""),
-                 env={"MXCOMPAT_FREEZE": "kw"}).stdout
+    out = python(
+        SEED.format(unpatch="").replace("mxcompat.freeze('kw')", ""), env={"MXCOMPAT_FREEZE": "kw"}
+    ).stdout
     assert "B2=42.00" in out
 
 
 # --- the registry API -----------------------------------------------------------------------
 
+
 def test_exact_glob_and_regex_patterns():
     regex = re.compile(r"fc\d_bias")
     assert mxcompat.freeze("kw", "stage1_*", regex) == ("kw", "stage1_*", regex)
-    assert mxcompat.freeze("kw") == ("kw", "stage1_*", regex)       # no duplicates
+    assert mxcompat.freeze("kw") == ("kw", "stage1_*", regex)  # no duplicates
     assert mxcompat.frozen_patterns() == ("kw", "stage1_*", regex)
     assert mxcompat.is_frozen("kw") and not mxcompat.is_frozen("kw2")
     assert mxcompat.is_frozen("stage1_conv0_weight") and not mxcompat.is_frozen("Stage1_x")
@@ -175,27 +207,36 @@ def test_exact_glob_and_regex_patterns():
     mxcompat.freeze(re.compile(".*conv.*"))
     assert mxcompat.is_frozen("conv0_weight")
     assert mxcompat.unfreeze("stage1_*", re.compile(r"fc\d_bias")) == (
-        "kw", re.compile("conv"), re.compile(".*conv.*"))
+        "kw",
+        re.compile("conv"),
+        re.compile(".*conv.*"),
+    )
     assert not mxcompat.is_frozen("stage1_fc0_weight")
     assert mxcompat.unfreeze() == () and mxcompat.frozen_patterns() == ()
 
 
-@pytest.mark.parametrize("bad, error, text", [
-    ("", ValueError, "an empty pattern ('') names no parameter"),
-    ("   ", ValueError, "an empty pattern ('   ') names no parameter"),
-    ("fc1_[weight", ValueError, "invalid glob 'fc1_[weight': the '[' at position 4 is never "
-                                "closed"),
-    (3, TypeError, "not 3 of type int"),
-    (None, TypeError, "not None of type NoneType"),
-    (["a", "b"], TypeError, "to pass several, unpack them: freeze(*names)"),
-    (re.compile(b"kw"), TypeError, "is a bytes regex"),
-])
+@pytest.mark.parametrize(
+    "bad, error, text",
+    [
+        ("", ValueError, "an empty pattern ('') names no parameter"),
+        ("   ", ValueError, "an empty pattern ('   ') names no parameter"),
+        (
+            "fc1_[weight",
+            ValueError,
+            "invalid glob 'fc1_[weight': the '[' at position 4 is never closed",
+        ),
+        (3, TypeError, "not 3 of type int"),
+        (None, TypeError, "not None of type NoneType"),
+        (["a", "b"], TypeError, "to pass several, unpack them: freeze(*names)"),
+        (re.compile(b"kw"), TypeError, "is a bytes regex"),
+    ],
+)
 def test_bad_patterns_raise_clear_errors(bad, error, text):
     with pytest.raises(error) as info:
         mxcompat.freeze("ok_name", bad)
     assert text in str(info.value)
     assert str(info.value).startswith("mxcompat.freeze: ")
-    assert mxcompat.frozen_patterns() == ()     # all or nothing
+    assert mxcompat.frozen_patterns() == ()  # all or nothing
     with pytest.raises(error):
         mxcompat.unfreeze(bad)
     with pytest.raises(error):
@@ -203,20 +244,37 @@ def test_bad_patterns_raise_clear_errors(bad, error, text):
             pass
 
 
-@pytest.mark.parametrize("glob, position", [
-    ("fc[]", 2), ("fc[!]", 2), ("fc[!]x", 2), ("a[[]b[", 5), ("[", 0), ("x[!", 1),
-])
+@pytest.mark.parametrize(
+    "glob, position",
+    [
+        ("fc[]", 2),
+        ("fc[!]", 2),
+        ("fc[!]x", 2),
+        ("a[[]b[", 5),
+        ("[", 0),
+        ("x[!", 1),
+    ],
+)
 def test_unclosed_bracket_positions_as_fnmatch_reads_them(glob, position):
     # A ']' right after '[' or '[!' is a member of the set, not its end (fnmatch's rule).
     with pytest.raises(ValueError) as info:
         mxcompat.freeze(glob)
-    assert str(info.value) == ("mxcompat.freeze: invalid glob %r: the '[' at position %d is "
-                               "never closed" % (glob, position))
+    assert str(info.value) == (
+        "mxcompat.freeze: invalid glob %r: the '[' at position %d is "
+        "never closed" % (glob, position)
+    )
 
 
-@pytest.mark.parametrize("glob, name", [
-    ("fc[]]", "fc]"), ("fc[!]]", "fca"), ("a[[]b", "a[b"), ("w[!0-9]", "wx"), ("[[]", "["),
-])
+@pytest.mark.parametrize(
+    "glob, name",
+    [
+        ("fc[]]", "fc]"),
+        ("fc[!]]", "fca"),
+        ("a[[]b", "a[b"),
+        ("w[!0-9]", "wx"),
+        ("[[]", "["),
+    ],
+)
 def test_closed_brackets_are_fnmatch_sets(glob, name):
     assert mxcompat.freeze(glob) == (glob,)
     assert mxcompat.is_frozen(name) and fnmatch.fnmatchcase(name, glob)
@@ -226,15 +284,19 @@ def test_closed_brackets_are_fnmatch_sets(glob, name):
 def test_is_frozen_wants_a_name():
     with pytest.raises(TypeError) as info:
         mxcompat.is_frozen(None)
-    assert str(info.value) == "mxcompat.is_frozen: a parameter name is a str, not None of " \
-                              "type NoneType"
+    assert (
+        str(info.value) == "mxcompat.is_frozen: a parameter name is a str, not None of "
+        "type NoneType"
+    )
 
 
 def test_unfreezing_a_name_a_glob_still_freezes_warns(recwarn):
     mxcompat.freeze("fc1_*")
     mxcompat.unfreeze("fc1_weight")
-    assert _ours(recwarn) == ["mxcompat.unfreeze('fc1_weight'): 'fc1_weight' is still frozen "
-                              "by the registered pattern(s) 'fc1_*'; unfreeze those to thaw it"]
+    assert _ours(recwarn) == [
+        "mxcompat.unfreeze('fc1_weight'): 'fc1_weight' is still frozen "
+        "by the registered pattern(s) 'fc1_*'; unfreeze those to thaw it"
+    ]
     assert mxcompat.is_frozen("fc1_weight")
 
 
@@ -248,7 +310,7 @@ def test_frozen_context_manager_restores_previous_state():
                 assert mxcompat.is_frozen("fc2_bias")
                 raise RuntimeError("boom")
         assert not mxcompat.is_frozen("fc2_bias")
-    assert mxcompat.frozen_patterns() == ("kw",)    # "kw" was there before: it stays
+    assert mxcompat.frozen_patterns() == ("kw",)  # "kw" was there before: it stays
 
 
 def test_registry_is_thread_safe():
@@ -276,6 +338,7 @@ def test_registry_is_thread_safe():
 
 
 # --- Module: optimizers, when frozen, contexts, kvstores ----------------------------------------
+
 
 @pytest.mark.parametrize("optimizer, params", OPTIMIZERS, ids=[o for o, _ in OPTIMIZERS])
 @pytest.mark.parametrize("when", ["before_bind", "after_init_optimizer", "after_steps"])
@@ -351,8 +414,9 @@ def test_fc_weight_fixed_natively_and_frozen_stays_fixed_when_unfrozen():
     assert _ours(record) == []
 
 
-@pytest.mark.parametrize("native, registry", [
-    (["fc1_weight"], ("fc1_bias",)), (["fc1_bias"], ("fc1_weight",))])
+@pytest.mark.parametrize(
+    "native, registry", [(["fc1_weight"], ("fc1_bias",)), (["fc1_bias"], ("fc1_weight",))]
+)
 def test_fc_weight_and_bias_fixed_by_native_and_registry_together_stay_null(native, registry):
     # The bias is fixed whichever way: 'null' on the weight stops nothing that trains, so
     # neither gets a gradient buffer (freeze and onednn_fc_bias both see the union).
@@ -368,8 +432,9 @@ def test_fc_weight_and_bias_fixed_by_native_and_registry_together_stay_null(nati
 
 def test_grad_req_dict_keeps_users_explicit_entries():
     # MXNet's rule: fixed -> 'null', then the user's dict wins.  The update skip still holds.
-    mod, start, end = _run_module("before_bind", frozen=("fc2_*",),
-                                  grad_req={"fc2_weight": "write"})
+    mod, start, end = _run_module(
+        "before_bind", frozen=("fc2_*",), grad_req={"fc2_weight": "write"}
+    )
     grads = dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))
     assert grads["fc2_weight"][0] is not None
     assert grads["fc2_bias"] == [None]
@@ -379,8 +444,7 @@ def test_grad_req_dict_keeps_users_explicit_entries():
 def test_grad_req_dict_gives_a_frozen_bias_a_gradient_its_weight_must_not_stop():
     # fc2_bias gets a gradient from the dict: a 'null' fc2_weight would zero it on oneDNN,
     # so the weight keeps one too (ONEDNN_FC), and both train correctly once unfrozen.
-    mod, start, end = _run_module("before_bind", frozen=("fc2_*",),
-                                  grad_req={"fc2_bias": "write"})
+    mod, start, end = _run_module("before_bind", frozen=("fc2_*",), grad_req={"fc2_bias": "write"})
     grads = dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))
     assert (grads["fc2_weight"][0] is not None) == ONEDNN_FC
     assert grads["fc2_bias"][0] is not None
@@ -396,8 +460,7 @@ def test_grad_req_dict_gives_a_frozen_bias_a_gradient_its_weight_must_not_stop()
 
 def test_grad_req_list_decides_buffers_and_update_skip_holds():
     # MXNet ignores fixed_param_names for a list grad_req: every parameter gets a buffer.
-    req = ["null" if n in ("data", "lro_label") else "write"
-           for n in _symbol().list_arguments()]
+    req = ["null" if n in ("data", "lro_label") else "write" for n in _symbol().list_arguments()]
     mod, start, end = _run_module("before_bind", frozen=("fc2_*",), grad_req=req)
     grads = dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))
     assert all(grads[n][0] is not None for n in PARAMS)
@@ -408,8 +471,7 @@ TWO = [mx.cpu(0), mx.cpu(1)]
 
 
 @pytest.mark.parametrize("when", ["before_bind", "after_steps"])
-@pytest.mark.parametrize("kvstore, on_kvstore", [
-    (None, False), ("local", True), ("device", True)])
+@pytest.mark.parametrize("kvstore, on_kvstore", [(None, False), ("local", True), ("device", True)])
 def test_module_two_contexts(kvstore, on_kvstore, when):
     mod, start, end = _run_module(when, contexts=TWO, kvstore=kvstore)
     assert (mod._kvstore is not None) == (kvstore is not None)
@@ -420,8 +482,7 @@ def test_module_two_contexts(kvstore, on_kvstore, when):
 @pytest.mark.parametrize("kvtype", ["local", "device"])
 @pytest.mark.parametrize("optimizer, params", OPTIMIZERS[:2], ids=["sgd", "adam"])
 def test_module_kvstore_object_one_context(kvtype, optimizer, params):
-    mod, start, end = _run_module("after_steps", optimizer, params,
-                                  kvstore=mx.kv.create(kvtype))
+    mod, start, end = _run_module("after_steps", optimizer, params, kvstore=mx.kv.create(kvtype))
     assert mod._kvstore is not None and mod._update_on_kvstore
     _assert_frozen(start, end, FROZEN_NAMES)
 
@@ -430,7 +491,7 @@ def test_module_kvstore_object_one_context(kvtype, optimizer, params):
 @pytest.mark.parametrize("kvstore", ["local", "device"])
 @pytest.mark.parametrize("when", ["before_bind", "after_steps"])
 def test_module_update_on_kvstore_off_by_env(monkeypatch, kvstore, when):
-    monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", "0")    # read at init_optimizer
+    monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", "0")  # read at init_optimizer
     mod, start, end = _run_module(when, contexts=TWO, kvstore=kvstore)
     assert mod._kvstore is not None and not mod._update_on_kvstore
     _assert_frozen(start, end, FROZEN_NAMES)
@@ -439,21 +500,24 @@ def test_module_update_on_kvstore_off_by_env(monkeypatch, kvstore, when):
 @pytest.mark.mxnet(">=1.5", reason="MXNET_UPDATE_ON_KVSTORE is read from MXNet 1.5")
 def test_module_update_on_kvstore_off_by_env_kvstore_object(monkeypatch):
     monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", "0")
-    mod, start, end = _run_module("after_steps", "adam", OPTIMIZERS[1][1],
-                                  kvstore=mx.kv.create("local"))
+    mod, start, end = _run_module(
+        "after_steps", "adam", OPTIMIZERS[1][1], kvstore=mx.kv.create("local")
+    )
     assert mod._kvstore is not None and not mod._update_on_kvstore
     _assert_frozen(start, end, FROZEN_NAMES)
 
 
 def test_module_update_on_kvstore_off_big_parameter():
     # Every release: a 'local' kvstore with a parameter > 16M elements updates off the kvstore.
-    mod, start, end = _run_module("after_steps", contexts=TWO, kvstore="local", big=True,
-                                  frozen=FROZEN + ("big_*",))
+    mod, start, end = _run_module(
+        "after_steps", contexts=TWO, kvstore="local", big=True, frozen=FROZEN + ("big_*",)
+    )
     assert mod._kvstore is not None and not mod._update_on_kvstore
     _assert_frozen(start, end, FROZEN_NAMES | {"big_weight"})
 
 
 # --- optimizer states: frozen ones are never touched, the others keep their own index -------
+
 
 def _flat_state(state):
     if state is None:
@@ -477,8 +541,11 @@ def _assert_states(before, after, frozen_names):
 
 
 @pytest.mark.parametrize("optimizer, params", OPTIMIZERS[:2], ids=["sgd", "adam"])
-@pytest.mark.parametrize("contexts, kvstore", [(None, None), (TWO, None), (TWO, "local")],
-                         ids=["1ctx", "2ctx-nokv", "2ctx-kv"])
+@pytest.mark.parametrize(
+    "contexts, kvstore",
+    [(None, None), (TWO, None), (TWO, "local")],
+    ids=["1ctx", "2ctx-nokv", "2ctx-kv"],
+)
 def test_module_optimizer_states_untouched(contexts, kvstore, optimizer, params):
     mod = _module(contexts)
     _bind(mod)
@@ -487,28 +554,36 @@ def test_module_optimizer_states_untouched(contexts, kvstore, optimizer, params)
     _train(mod, 3, batches)
     mxcompat.freeze(*FROZEN)
     if mod._update_on_kvstore:
-        updater = mod._kvstore._updater     # keyed by parameter name
+        updater = mod._kvstore._updater  # keyed by parameter name
 
         def name_of(key):
             return (key, 0)
     else:
         updater, names, n = mod._updater, mod._exec_group.param_names, len(mod._context)
 
-        def name_of(key):    # MXNet's index: position * num_device + device
+        def name_of(key):  # MXNet's index: position * num_device + device
             return (names[key // n], key % n)
+
     before = _states(updater, name_of)
     assert len(before) == len(PARAMS) * (1 if mod._update_on_kvstore else len(mod._context))
     _train(mod, 5, batches)
     _assert_states(before, _states(updater, name_of), FROZEN_NAMES)
 
 
-@pytest.mark.parametrize("contexts, kvstore, update_on_kvstore", [
-    ([mx.cpu()], None, None), (TWO, "device", False), (TWO, "device", True)],
-    ids=["1ctx", "2ctx-kv-off", "2ctx-kv-on"])
+@pytest.mark.parametrize(
+    "contexts, kvstore, update_on_kvstore",
+    [([mx.cpu()], None, None), (TWO, "device", False), (TWO, "device", True)],
+    ids=["1ctx", "2ctx-kv-off", "2ctx-kv-on"],
+)
 def test_gluon_optimizer_states_untouched(contexts, kvstore, update_on_kvstore):
     net = _gluon_net(contexts)
-    trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.01, "wd": 0.01},
-                            kvstore=kvstore, update_on_kvstore=update_on_kvstore)
+    trainer = gluon.Trainer(
+        net.collect_params(),
+        "adam",
+        {"learning_rate": 0.01, "wd": 0.01},
+        kvstore=kvstore,
+        update_on_kvstore=update_on_kvstore,
+    )
     _gluon_train(net, trainer, contexts, 3)
     mxcompat.freeze(*G_FROZEN)
     names = [p.name for p in trainer._params]
@@ -522,6 +597,7 @@ def test_gluon_optimizer_states_untouched(contexts, kvstore, update_on_kvstore):
         for device, updater in enumerate(updaters):
             found.update(_states(updater, lambda key, d=device: (names[key], d)))
         return found
+
     before = snapshot()
     _gluon_train(net, trainer, contexts, 5)
     _assert_states(before, snapshot(), G_FROZEN_NAMES)
@@ -529,10 +605,15 @@ def test_gluon_optimizer_states_untouched(contexts, kvstore, update_on_kvstore):
 
 # --- fit, BucketingModule, SequentialModule, FeedForward ----------------------------------------
 
+
 def _iter():
     rng = np.random.RandomState(3)
-    return mx.io.NDArrayIter(rng.uniform(-1, 1, (16, 4)), rng.uniform(-1, 1, (16, 3)),
-                             batch_size=BATCH, label_name="lro_label")
+    return mx.io.NDArrayIter(
+        rng.uniform(-1, 1, (16, 4)),
+        rng.uniform(-1, 1, (16, 3)),
+        batch_size=BATCH,
+        label_name="lro_label",
+    )
 
 
 @pytest.mark.parametrize("contexts", [None, TWO], ids=["one", "two"])
@@ -543,27 +624,37 @@ def test_module_fit_two_epochs(contexts, recwarn):
     start = {n: mx.nd.array(rng.uniform(-0.5, 0.5, s)) for n, s in shapes.items()}
     start_np = {n: a.asnumpy().copy() for n, a in start.items()}
     mod = _module(contexts)
-    mod.fit(_iter(), num_epoch=2, arg_params=start, aux_params={},
-            optimizer="sgd", optimizer_params=OPTIMIZERS[0][1])
+    mod.fit(
+        _iter(),
+        num_epoch=2,
+        arg_params=start,
+        aux_params={},
+        optimizer="sgd",
+        optimizer_params=OPTIMIZERS[0][1],
+    )
     end = _device_params(mod)
     _assert_frozen({n: [a] * len(end[n]) for n, a in start_np.items()}, end, FROZEN_NAMES)
     assert _ours(recwarn) == []
 
 
 def _bucket_sym_gen(key):
-    data = mx.sym.Variable("data")        # (batch, key, 4)
-    hidden = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=5, flatten=False,
-                                                     name="fc1"), act_type="tanh")
+    data = mx.sym.Variable("data")  # (batch, key, 4)
+    hidden = mx.sym.Activation(
+        mx.sym.FullyConnected(data, num_hidden=5, flatten=False, name="fc1"), act_type="tanh"
+    )
     pooled = mx.sym.mean(hidden, axis=1)
     out = mx.sym.FullyConnected(pooled, num_hidden=3, name="fc2")
     return mx.sym.LinearRegressionOutput(out, name="lro"), ("data",), ("lro_label",)
 
 
 def _bucket_batch(rng, key):
-    return mx.io.DataBatch([mx.nd.array(rng.uniform(-1, 1, (BATCH, key, 4)))],
-                           [mx.nd.array(rng.uniform(-1, 1, (BATCH, 3)))], bucket_key=key,
-                           provide_data=[mx.io.DataDesc("data", (BATCH, key, 4))],
-                           provide_label=[mx.io.DataDesc("lro_label", (BATCH, 3))])
+    return mx.io.DataBatch(
+        [mx.nd.array(rng.uniform(-1, 1, (BATCH, key, 4)))],
+        [mx.nd.array(rng.uniform(-1, 1, (BATCH, 3)))],
+        bucket_key=key,
+        provide_data=[mx.io.DataDesc("data", (BATCH, key, 4))],
+        provide_label=[mx.io.DataDesc("lro_label", (BATCH, 3))],
+    )
 
 
 @pytest.mark.parametrize("when", ["before_bind", "after_steps"])
@@ -597,14 +688,19 @@ def test_bucketing_module(when, recwarn):
 
 def _sequential():
     data = mx.sym.Variable("data")
-    first = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=5, name="fc1"),
-                              act_type="tanh")
+    first = mx.sym.Activation(
+        mx.sym.FullyConnected(data, num_hidden=5, name="fc1"), act_type="tanh"
+    )
     second = mx.sym.LinearRegressionOutput(
-        mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc2"), name="lro")
+        mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc2"), name="lro"
+    )
     seq = mx.mod.SequentialModule()
     seq.add(mx.mod.Module(first, data_names=("data",), label_names=None))
-    seq.add(mx.mod.Module(second, data_names=("data",), label_names=("lro_label",)),
-            take_labels=True, auto_wiring=True)
+    seq.add(
+        mx.mod.Module(second, data_names=("data",), label_names=("lro_label",)),
+        take_labels=True,
+        auto_wiring=True,
+    )
     return seq
 
 
@@ -638,9 +734,17 @@ def test_feedforward_fit():
     start_np = {n: a.asnumpy().copy() for n, a in start.items()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        model = mx.model.FeedForward(_symbol(), ctx=mx.cpu(), num_epoch=2, optimizer="sgd",
-                                     arg_params=start, aux_params={}, learning_rate=0.1,
-                                     momentum=0.9, wd=0.01)
+        model = mx.model.FeedForward(
+            _symbol(),
+            ctx=mx.cpu(),
+            num_epoch=2,
+            optimizer="sgd",
+            arg_params=start,
+            aux_params={},
+            learning_rate=0.1,
+            momentum=0.9,
+            wd=0.01,
+        )
         model.fit(_iter())
     for name, value in start_np.items():
         same = np.array_equal(value, model.arg_params[name].asnumpy())
@@ -648,6 +752,7 @@ def test_feedforward_fit():
 
 
 # --- unfreezing, unmatched patterns, unpatch ------------------------------------------------
+
 
 def test_unfreeze_after_frozen_bind_warns_once_with_the_rebind_recipe(recwarn):
     mxcompat.freeze("fc2_*")
@@ -664,7 +769,8 @@ def test_unfreeze_after_frozen_bind_warns_once_with_the_rebind_recipe(recwarn):
         "allocated no gradient for them and they stay fixed although they are unfrozen now. To "
         "train them, rebind (weights and optimizer states are kept): mod.get_params(); "
         "mod.bind(data_shapes=mod.data_shapes, label_shapes=mod.label_shapes, "
-        "force_rebind=True)"]
+        "force_rebind=True)"
+    ]
     _assert_frozen(start, _device_params(mod), {"fc2_weight", "fc2_bias"})
     # The recipe of the warning works: everything trains, no more warnings.
     mod.get_params()
@@ -718,7 +824,8 @@ def test_pattern_matching_nothing_warns_once_with_closest_names(recwarn):
         "'fc2_bias')",
         "mxcompat.freeze pattern re.compile('fc1_bia') matches no parameter of this Module, so "
         "it freezes nothing here (closest parameter names: 'fc1_bias', 'fc2_bias', "
-        "'fc1_weight')"]
+        "'fc1_weight')",
+    ]
 
 
 def test_pattern_matching_nothing_warns_once_per_model():
@@ -737,7 +844,10 @@ def test_pattern_matching_nothing_warns_once_per_model():
         trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
         _gluon_train(net, trainer, [mx.cpu()], 3)
     assert [m.split(" of this ")[1].split(",")[0] for m in _ours(record)] == [
-        "Module", "Module", "gluon.Trainer"]
+        "Module",
+        "Module",
+        "gluon.Trainer",
+    ]
 
 
 def test_unpatched_mxnet_ignores_the_registry(unpatched):
@@ -752,11 +862,14 @@ def test_unpatched_mxnet_ignores_the_registry(unpatched):
 
 # --- Gluon Trainer ----------------------------------------------------------------------------
 
+
 def _gluon_net(contexts):
     net = gluon.nn.HybridSequential(prefix="net_")
     with net.name_scope():
-        net.add(gluon.nn.Dense(5, in_units=4, activation="tanh", prefix="fc1_"),
-                gluon.nn.Dense(3, in_units=5, prefix="fc2_"))
+        net.add(
+            gluon.nn.Dense(5, in_units=4, activation="tanh", prefix="fc1_"),
+            gluon.nn.Dense(3, in_units=5, prefix="fc2_"),
+        )
     mx.random.seed(1)
     net.initialize(mx.init.Uniform(0.5), ctx=contexts)
     return net
@@ -767,8 +880,9 @@ G_FROZEN_NAMES = {"net_fc1_weight", "net_fc2_bias"}
 
 
 def _gluon_params(net):
-    return {p.name: [a.asnumpy().copy() for a in p.list_data()]
-            for p in net.collect_params().values()}
+    return {
+        p.name: [a.asnumpy().copy() for a in p.list_data()] for p in net.collect_params().values()
+    }
 
 
 def _gluon_train(net, trainer, contexts, steps, split=False):
@@ -777,8 +891,9 @@ def _gluon_train(net, trainer, contexts, steps, split=False):
         x = rng.uniform(-1, 1, (BATCH, 4))
         y = rng.uniform(-1, 1, (BATCH, 3))
         with autograd.record():
-            losses = [((net(mx.nd.array(x, ctx=c)) - mx.nd.array(y, ctx=c)) ** 2).sum()
-                      for c in contexts]
+            losses = [
+                ((net(mx.nd.array(x, ctx=c)) - mx.nd.array(y, ctx=c)) ** 2).sum() for c in contexts
+            ]
         autograd.backward(losses)
         if split:
             trainer.allreduce_grads()
@@ -787,15 +902,21 @@ def _gluon_train(net, trainer, contexts, steps, split=False):
             trainer.step(BATCH * len(contexts))
 
 
-def _run_gluon(contexts, kvstore, update_on_kvstore, optimizer="sgd", params=None,
-               when="before", split=False):
+def _run_gluon(
+    contexts, kvstore, update_on_kvstore, optimizer="sgd", params=None, when="before", split=False
+):
     net = _gluon_net(contexts)
-    trainer = gluon.Trainer(net.collect_params(), optimizer, dict(params or OPTIMIZERS[0][1]),
-                            kvstore=kvstore, update_on_kvstore=update_on_kvstore)
+    trainer = gluon.Trainer(
+        net.collect_params(),
+        optimizer,
+        dict(params or OPTIMIZERS[0][1]),
+        kvstore=kvstore,
+        update_on_kvstore=update_on_kvstore,
+    )
     if when == "before":
         mxcompat.freeze(*G_FROZEN)
     else:
-        _gluon_train(net, trainer, contexts, 3, split)    # optimizer states are non-zero now
+        _gluon_train(net, trainer, contexts, 3, split)  # optimizer states are non-zero now
         mxcompat.freeze(*G_FROZEN)
     start = _gluon_params(net)
     _gluon_train(net, trainer, contexts, 5, split)
@@ -811,23 +932,36 @@ def test_gluon_trainer_optimizers(optimizer, params, when, recwarn):
     assert _ours(recwarn) == []
 
 
-@pytest.mark.parametrize("contexts, kvstore, update_on_kvstore, uses_kvstore", [
-    ([mx.cpu()], "device", None, False),          # one device: MXNet drops the kvstore
-    ([mx.cpu()], "local-object", True, True),
-    ([mx.cpu()], "local-object", False, True),
-    (TWO, None, None, False),
-    (TWO, "local", None, True),
-    (TWO, "device", True, True),
-    (TWO, "device", False, True),
-], ids=["1ctx-device", "1ctx-kvobj-on", "1ctx-kvobj-off", "2ctx-nokv", "2ctx-local",
-        "2ctx-device-on", "2ctx-device-off"])
+@pytest.mark.parametrize(
+    "contexts, kvstore, update_on_kvstore, uses_kvstore",
+    [
+        ([mx.cpu()], "device", None, False),  # one device: MXNet drops the kvstore
+        ([mx.cpu()], "local-object", True, True),
+        ([mx.cpu()], "local-object", False, True),
+        (TWO, None, None, False),
+        (TWO, "local", None, True),
+        (TWO, "device", True, True),
+        (TWO, "device", False, True),
+    ],
+    ids=[
+        "1ctx-device",
+        "1ctx-kvobj-on",
+        "1ctx-kvobj-off",
+        "2ctx-nokv",
+        "2ctx-local",
+        "2ctx-device-on",
+        "2ctx-device-off",
+    ],
+)
 @pytest.mark.parametrize("optimizer, params", OPTIMIZERS[:2], ids=["sgd", "adam"])
-def test_gluon_trainer_kvstores(contexts, kvstore, update_on_kvstore, uses_kvstore, optimizer,
-                                params):
+def test_gluon_trainer_kvstores(
+    contexts, kvstore, update_on_kvstore, uses_kvstore, optimizer, params
+):
     if kvstore == "local-object":
         kvstore = mx.kv.create("local")
-    trainer, start, end = _run_gluon(contexts, kvstore, update_on_kvstore, optimizer, params,
-                                     when="after_steps")
+    trainer, start, end = _run_gluon(
+        contexts, kvstore, update_on_kvstore, optimizer, params, when="after_steps"
+    )
     assert (trainer._kvstore is not None) == uses_kvstore
     if uses_kvstore and update_on_kvstore is not None:
         assert bool(trainer._update_on_kvstore) == update_on_kvstore
@@ -848,7 +982,8 @@ def test_gluon_trainer_pattern_matching_nothing_warns(recwarn):
     assert _ours(recwarn) == [
         "mxcompat.freeze pattern 'fc1_weight' matches no parameter of this gluon.Trainer, so "
         "it freezes nothing here (closest parameter names: 'net_fc1_weight', "
-        "'net_fc2_weight', 'net_fc1_bias')"]
+        "'net_fc2_weight', 'net_fc1_bias')"
+    ]
 
 
 def test_gluon_unfrozen_trains_again_and_grad_req_untouched():
@@ -868,6 +1003,7 @@ def test_gluon_unfrozen_trains_again_and_grad_req_untouched():
 
 # --- the report -------------------------------------------------------------------------------
 
+
 def test_report_for_a_bound_module():
     mxcompat.freeze("fc2_*")
     mod = _module()
@@ -882,9 +1018,11 @@ def test_report_for_a_bound_module():
         "Trainable parameters:",
         "['fc1_weight [(5, 4), float32]', 'fc1_bias [(5,), float32]']",
         "Fixed parameters:",
-        "['fc2_weight [(3, 5), float32]', 'fc2_bias [(3,), float32]']"]
-    assert repr(report) == ("FrozenReport(frozen=2 params/18 elements, "
-                            "trainable=2 params/25 elements)")
+        "['fc2_weight [(3, 5), float32]', 'fc2_bias [(3,), float32]']",
+    ]
+    assert repr(report) == (
+        "FrozenReport(frozen=2 params/18 elements, trainable=2 params/25 elements)"
+    )
     # Natively fixed parameters count as fixed too.
     mxcompat.unfreeze()
     mod = _module(fixed_param_names=["fc1_bias"])
@@ -902,8 +1040,7 @@ def test_report_for_bucketing_and_sequential_modules():
     with pytest.raises(ValueError) as info:
         mxcompat.frozen_report(bucketing)
     assert "bind the BucketingModule first" in str(info.value)
-    bucketing.bind(data_shapes=[("data", (BATCH, 3, 4))],
-                   label_shapes=[("lro_label", (BATCH, 3))])
+    bucketing.bind(data_shapes=[("data", (BATCH, 3, 4))], label_shapes=[("lro_label", (BATCH, 3))])
     assert set(mxcompat.frozen_report(bucketing).frozen) == FROZEN_NAMES
 
 
@@ -915,8 +1052,10 @@ def test_report_for_a_gluon_block_and_trainer():
     assert report.frozen == ("net_fc1_weight", "net_fc1_bias", "net_fc2_bias")
     assert report.trainable == ("net_fc2_weight",)
     assert (report.frozen_elements, report.trainable_elements) == (28, 15)
-    assert str(report).splitlines()[0] == \
-        "# of parameters: 43 | trainable: 15 (34.88%) | fixed: 28 (65.12%)"
+    assert (
+        str(report).splitlines()[0]
+        == "# of parameters: 43 | trainable: 15 (34.88%) | fixed: 28 (65.12%)"
+    )
     trainer = gluon.Trainer(net.collect_params(), "sgd")
     assert sorted(mxcompat.frozen_report(trainer).frozen) == sorted(report.frozen)
 
@@ -924,8 +1063,10 @@ def test_report_for_a_gluon_block_and_trainer():
 def test_report_errors():
     with pytest.raises(ValueError) as info:
         mxcompat.frozen_report(_module())
-    assert str(info.value) == ("mxcompat.frozen_report: bind the Module or initialise its "
-                               "parameters first; their shapes are unknown before")
+    assert str(info.value) == (
+        "mxcompat.frozen_report: bind the Module or initialise its "
+        "parameters first; their shapes are unknown before"
+    )
     with pytest.raises(TypeError) as info:
         mxcompat.frozen_report("net")
     assert "expected a Module or a Gluon Block" in str(info.value)
@@ -933,16 +1074,22 @@ def test_report_errors():
 
 def test_patch_is_registered_and_reversible():
     import mxnet.module.module as module_py
-    targets = [(mx.model, "_update_params"), (mx.model, "_update_params_on_kvstore"),
-               (module_py, "_update_params"), (module_py, "_update_params_on_kvstore"),
-               (gluon.Trainer, "_update"), (gluon.Trainer, "_allreduce_grads")]
+
+    targets = [
+        (mx.model, "_update_params"),
+        (mx.model, "_update_params_on_kvstore"),
+        (module_py, "_update_params"),
+        (module_py, "_update_params_on_kvstore"),
+        (gluon.Trainer, "_update"),
+        (gluon.Trainer, "_allreduce_grads"),
+    ]
     assert "freeze" in mxcompat.patched()
     patched = [vars(owner)[attr] for owner, attr in targets]
     mxcompat.unpatch("freeze")
     try:
         originals = [vars(owner)[attr] for owner, attr in targets]
         assert all(not hasattr(o, "_self_mxcompat_patch") for o in originals)
-        assert module_py._update_params is mx.model._update_params   # one original function
+        assert module_py._update_params is mx.model._update_params  # one original function
     finally:
         mxcompat.patch("freeze")
     # (wrapt proxies compare equal to what they wrap: compare identities)
@@ -957,6 +1104,7 @@ def test_registry_caches_keep_no_trainer_or_module_alive():
     # (and a dist kvstore, whose late teardown aborts a ps-lite worker) alive until exit.
     import gc
     import weakref
+
     mxcompat.freeze("net_fc1_weight", "net_batchnorm0_running_mean")
     net = _gluon_net([mx.cpu()])
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})

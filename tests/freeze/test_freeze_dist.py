@@ -6,6 +6,7 @@ with ``fc1_weight`` and ``fc2_b*`` frozen.  Afterwards, on both workers, the fro
 equal to their start and identical on the two, and every other weight has changed.  The
 cluster (tests/ps_cluster.py) is bounded in time.
 """
+
 import os
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 
 from support.ps_cluster import run_cluster
 
-WORKER = r'''
+WORKER = r"""
 import os, sys
 import numpy as np
 import mxcompat
@@ -91,7 +92,7 @@ np.savez(os.path.join(outdir, "worker%d.npz" % rank), on_kvstore=bool(on_kvstore
          **dict([("start_" + n, v) for n, v in start.items()] +
                 [("end_" + n, v) for n, v in end.items()]))
 print("worker %d of %d done, update_on_kvstore=%s" % (rank, kv.num_workers, on_kvstore))
-'''
+"""
 
 
 def _run_cluster(tmpdir, scenario, extra_env=None):
@@ -107,7 +108,7 @@ NAMES = ("fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias")
 def _assert_frozen_on_both(workers, on_kvstore):
     for w in workers:
         assert bool(w["on_kvstore"]) == on_kvstore
-        assert sorted(k[len("end_"):] for k in w.files if k.startswith("end_")) == sorted(NAMES)
+        assert sorted(k[len("end_") :] for k in w.files if k.startswith("end_")) == sorted(NAMES)
     w0, w1 = workers
     for name in NAMES:
         moved = [not np.array_equal(w["start_" + name], w["end_" + name]) for w in workers]
@@ -132,7 +133,10 @@ def test_gluon_trainer_dist_sync(tmpdir):
     _assert_frozen_on_both(_run_cluster(tmpdir, "gluon"), on_kvstore=False)
 
 
-@pytest.mark.mxnet(">=1.4", reason="Trainer(update_on_kvstore=True) on a dist kvstore "
-                                            "is honoured from MXNet 1.4 (1.3 turns it off)")
+@pytest.mark.mxnet(
+    ">=1.4",
+    reason="Trainer(update_on_kvstore=True) on a dist kvstore "
+    "is honoured from MXNet 1.4 (1.3 turns it off)",
+)
 def test_gluon_trainer_dist_sync_update_on_kvstore(tmpdir):
     _assert_frozen_on_both(_run_cluster(tmpdir, "gluon-on-kvstore"), on_kvstore=True)

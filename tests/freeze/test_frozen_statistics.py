@@ -8,6 +8,7 @@ statistics must equal their start values, the reference's must have moved (so th
 fail).  Values are read after ``mx.nd.waitall()``: up to 1.7 a plain read of a statistic can
 come before the backward's write (_compat.GLUON_AUX_WRITES_ORDERED).
 """
+
 import numpy as np
 import pytest
 
@@ -22,6 +23,7 @@ BATCH = 4
 def _fresh_caches():
     """Each test starts with the patch's caches empty: none may pass on another's settling."""
     from mxcompat.freeze import frozen_statistics
+
     frozen_statistics._state.reset()
 
 
@@ -32,11 +34,17 @@ def _read(arrays):
 
 def _data(seed, n=4):
     rng = np.random.RandomState(seed)
-    return [(rng.uniform(-1, 1, (BATCH, 3, 6, 6)).astype("float32"),
-             rng.uniform(-1, 1, (BATCH, 2)).astype("float32")) for _ in range(n)]
+    return [
+        (
+            rng.uniform(-1, 1, (BATCH, 3, 6, 6)).astype("float32"),
+            rng.uniform(-1, 1, (BATCH, 2)).astype("float32"),
+        )
+        for _ in range(n)
+    ]
 
 
 # --- Module -------------------------------------------------------------------------------------
+
 
 def _symbol():
     data = mx.sym.var("data")
@@ -111,15 +119,19 @@ def test_training_forward_alone_moves_no_statistic_and_backward_does():
 
 
 def test_module_fit_holds_frozen_statistics_and_moves_the_others():
-    mxcompat.freeze("bn1_*")     # bn1's gamma and beta (update skip) and its statistics
+    mxcompat.freeze("bn1_*")  # bn1's gamma and beta (update skip) and its statistics
     mod = _bound_module()
     arg0, aux0 = [{k: v.asnumpy().copy() for k, v in d.items()} for d in mod.get_params()]
     data = _data(2)
-    it = mx.io.NDArrayIter(np.concatenate([d for d, _ in data]),
-                           np.concatenate([l for _, l in data]), batch_size=BATCH,
-                           label_name="lro_label")
-    mod.fit(it, num_epoch=2, optimizer="sgd", optimizer_params={"learning_rate": 0.1,
-                                                                  "momentum": 0.9})
+    it = mx.io.NDArrayIter(
+        np.concatenate([d for d, _ in data]),
+        np.concatenate([l for _, l in data]),
+        batch_size=BATCH,
+        label_name="lro_label",
+    )
+    mod.fit(
+        it, num_epoch=2, optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9}
+    )
     mx.nd.waitall()
     arg1, aux1 = [{k: v.asnumpy() for k, v in d.items()} for d in mod.get_params()]
     for name in aux0:
@@ -151,12 +163,18 @@ def test_module_statistics_move_when_the_patch_is_off():
 
 # --- Gluon --------------------------------------------------------------------------------------
 
+
 def _gluon_net(hybridize):
     net = gluon.nn.HybridSequential(prefix="net_")
     with net.name_scope():
-        net.add(gluon.nn.Conv2D(4, 3, in_channels=3), gluon.nn.BatchNorm(in_channels=4),
-                gluon.nn.Activation("relu"), gluon.nn.Conv2D(4, 3, in_channels=4),
-                gluon.nn.BatchNorm(in_channels=4), gluon.nn.Dense(2, in_units=16))
+        net.add(
+            gluon.nn.Conv2D(4, 3, in_channels=3),
+            gluon.nn.BatchNorm(in_channels=4),
+            gluon.nn.Activation("relu"),
+            gluon.nn.Conv2D(4, 3, in_channels=4),
+            gluon.nn.BatchNorm(in_channels=4),
+            gluon.nn.Dense(2, in_units=16),
+        )
     mx.random.seed(5)
     net.initialize(mx.init.Uniform(0.5))
     if hybridize:
@@ -182,7 +200,7 @@ def _gluon_step(net, data, label, how):
     elif how == "autograd.backward":
         autograd.backward([loss])
         grads = [p.grad() for p in weights]
-    else:   # autograd.grad
+    else:  # autograd.grad
         grads = autograd.grad([loss], [p.data() for p in weights])
     return _read([out]), _read(grads)
 
@@ -192,7 +210,7 @@ def _gluon_step(net, data, label, how):
 def test_gluon_statistics_held_bit_for_bit_and_forward_unchanged(hybridize, how):
     held, reference = _gluon_net(hybridize), _gluon_net(hybridize)
     start = _statistics(held)
-    first = sorted(start)[:2]        # the first BatchNorm's running mean and variance
+    first = sorted(start)[:2]  # the first BatchNorm's running mean and variance
     assert all(n.startswith("net_batchnorm0_") for n in first)
     for data, label in _data(6):
         mxcompat.freeze("net_batchnorm0_running_*")
@@ -210,6 +228,7 @@ def test_gluon_statistics_held_bit_for_bit_and_forward_unchanged(hybridize, how)
 @pytest.mark.mxnet(">=1.6", reason="mx.np and npx arrays exist from 1.6")
 def test_gluon_numpy_arrays_statistics_held():
     from mxnet import np as mnp, npx
+
     npx.set_np()
     try:
         net = gluon.nn.HybridSequential(prefix="np_")
@@ -236,8 +255,7 @@ def test_gluon_numpy_arrays_statistics_held():
 def _symbol_block(source, prefix):
     """A SymbolBlock of ``_gluon_net``'s export: imported, or ``to_gluon`` of it as a Module."""
     if source == "imports":
-        return gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"],
-                                         prefix + "-0000.params")
+        return gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"], prefix + "-0000.params")
     module = mx.mod.Module.load(prefix, 0, label_names=None)
     return mxcompat.to_gluon(module, copy=(source == "to_gluon"))
 
@@ -294,18 +312,24 @@ def test_gluon_statistics_move_when_the_patch_is_off():
 
 # --- the report, the patch ----------------------------------------------------------------------
 
+
 def test_report_counts_statistics_apart():
     mxcompat.freeze("bn0_*")
     mod = _bound_module()
     report = mxcompat.frozen_report(mod)
-    assert report.statistics == ("bn0_moving_mean", "bn0_moving_var", "bn1_moving_mean",
-                                 "bn1_moving_var")
+    assert report.statistics == (
+        "bn0_moving_mean",
+        "bn0_moving_var",
+        "bn1_moving_mean",
+        "bn1_moving_var",
+    )
     assert report.frozen_statistics == ("bn0_moving_mean", "bn0_moving_var")
     assert report.moving_statistics == ("bn1_moving_mean", "bn1_moving_var")
     assert report.frozen == ("bn0_gamma", "bn0_beta")
     assert str(report).splitlines()[-1] == (
         "Statistics (BatchNorm running mean/variance): 4 | moving: 2 | fixed: 2 "
-        "['bn0_moving_mean', 'bn0_moving_var']")
+        "['bn0_moving_mean', 'bn0_moving_var']"
+    )
     assert repr(report).endswith(", statistics=2 moving/2 fixed)")
     net = _gluon_net(False)
     mxcompat.freeze("net_batchnorm1_running_var")
@@ -324,12 +348,15 @@ def test_report_counts_symbol_block_statistics_apart(tmpdir):
     net(mx.nd.array(_data(12, 1)[0][0]))
     net.export(prefix)
     mxcompat.freeze("net_batchnorm1_running_var")
-    imported = gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"],
-                                         prefix + "-0000.params")
+    imported = gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"], prefix + "-0000.params")
     nested = gluon.nn.HybridSequential()
     nested.add(imported)
-    expected = ("net_batchnorm0_running_mean", "net_batchnorm0_running_var",
-                "net_batchnorm1_running_mean", "net_batchnorm1_running_var")
+    expected = (
+        "net_batchnorm0_running_mean",
+        "net_batchnorm0_running_var",
+        "net_batchnorm1_running_mean",
+        "net_batchnorm1_running_var",
+    )
     for report in (mxcompat.frozen_report(imported), mxcompat.frozen_report(nested)):
         assert report.statistics == expected
         assert report.frozen_statistics == ("net_batchnorm1_running_var",)
@@ -338,8 +365,7 @@ def test_report_counts_symbol_block_statistics_apart(tmpdir):
     # Built while the patch was off, found from the block it is given.
     mxcompat.unpatch("frozen_statistics")
     try:
-        late = gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"],
-                                         prefix + "-0000.params")
+        late = gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"], prefix + "-0000.params")
         assert mxcompat.frozen_report(late).statistics == expected
     finally:
         mxcompat.patch("frozen_statistics")
@@ -347,9 +373,15 @@ def test_report_counts_symbol_block_statistics_apart(tmpdir):
 
 def test_patch_is_registered_and_reversible():
     import mxnet.executor as executor_py
-    targets = [(executor_py.Executor, "backward"), (mx.nd.NDArray, "backward"),
-               (mx.autograd, "backward"), (mx.autograd, "grad"),
-               (gluon.Parameter, "__init__"), (gluon.SymbolBlock, "__init__")]
+
+    targets = [
+        (executor_py.Executor, "backward"),
+        (mx.nd.NDArray, "backward"),
+        (mx.autograd, "backward"),
+        (mx.autograd, "grad"),
+        (gluon.Parameter, "__init__"),
+        (gluon.SymbolBlock, "__init__"),
+    ]
     assert "frozen_statistics" in mxcompat.patched()
     assert all(hasattr(vars(o)[a], "_self_mxcompat_patch") for o, a in targets)
     mxcompat.unpatch("frozen_statistics")

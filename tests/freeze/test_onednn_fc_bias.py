@@ -6,6 +6,7 @@ decay on); every other parameter must have changed on each device.  ONEDNN_FC: t
 patch applies to; ONEDNN_FC_RUNS: oneDNN kernels really run (not MXNET_MKLDNN_ENABLED=0), which
 is where plain MXNet stops the bias.
 """
+
 import numpy as np
 import pytest
 
@@ -22,10 +23,11 @@ TWO = [mx.cpu(0), mx.cpu(1)]
 
 def _symbol(regression=False):
     data = mx.sym.Variable("data")
-    hidden = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=5, name="fc1"),
-                               act_type="tanh")
+    hidden = mx.sym.Activation(
+        mx.sym.FullyConnected(data, num_hidden=5, name="fc1"), act_type="tanh"
+    )
     out = mx.sym.FullyConnected(hidden, num_hidden=3, name="fc2")
-    if regression:   # for fit, which wants labels
+    if regression:  # for fit, which wants labels
         return mx.sym.LinearRegressionOutput(out, name="lro")
     return mx.sym.MakeLoss(mx.sym.sum(mx.sym.square(out)))
 
@@ -38,19 +40,31 @@ def _batch(size=BATCH):
 def _params(mod):
     """{name: [numpy copy on each device]} straight from the executors."""
     group = mod._exec_group
-    return {n: [a.asnumpy().copy() for a in arrays]
-            for n, arrays in zip(group.param_names, group.param_arrays)}
+    return {
+        n: [a.asnumpy().copy() for a in arrays]
+        for n, arrays in zip(group.param_names, group.param_arrays)
+    }
 
 
-def _train(fixed, grad_req="write", contexts=None, kvstore="local", optimizer="sgd",
-           optimizer_params=None, sizes=(BATCH,) * 5, module=None):
-    mod = module or mx.mod.Module(_symbol(), label_names=None, context=contexts or mx.cpu(),
-                                  fixed_param_names=fixed)
+def _train(
+    fixed,
+    grad_req="write",
+    contexts=None,
+    kvstore="local",
+    optimizer="sgd",
+    optimizer_params=None,
+    sizes=(BATCH,) * 5,
+    module=None,
+):
+    mod = module or mx.mod.Module(
+        _symbol(), label_names=None, context=contexts or mx.cpu(), fixed_param_names=fixed
+    )
     mod.bind(data_shapes=[("data", (BATCH, 4))], grad_req=grad_req)
     mx.random.seed(1)
     mod.init_params(mx.init.Uniform(0.5))
-    mod.init_optimizer(kvstore=kvstore, optimizer=optimizer,
-                       optimizer_params=optimizer_params or SGD)
+    mod.init_optimizer(
+        kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params or SGD
+    )
     start = _params(mod)
     for size in sizes:
         mod.forward(_batch(size), is_train=True)
@@ -78,6 +92,7 @@ def _only_fixed(*names):
 
 # --- where it applies -----------------------------------------------------------------------
 
+
 def test_listed_exactly_on_the_mkldnn_builds_from_1_7():
     # ONEDNN_FC comes from the build's feature list (conftest), not from the patch.
     assert ("onednn_fc_bias" in mxcompat.patched()) == ONEDNN_FC
@@ -88,8 +103,10 @@ def test_listed_exactly_on_the_mkldnn_builds_from_1_7():
     assert names.index("onednn_fc_bias") + 1 == names.index("freeze")
 
 
-@pytest.mark.mxnet("<1.7", reason="checks the releases before the oneDNN wheels (1.7), "
-                                           "where the patch does not apply")
+@pytest.mark.mxnet(
+    "<1.7",
+    reason="checks the releases before the oneDNN wheels (1.7), where the patch does not apply",
+)
 def test_before_1_7_not_patched_and_native_behaviour_untouched():
     assert "onednn_fc_bias" not in mxcompat.patched()
     mod, start, end = _train(["fc1_weight"])
@@ -100,6 +117,7 @@ def test_before_1_7_not_patched_and_native_behaviour_untouched():
 
 
 # --- MXNet as shipped, and with the patch ---------------------------------------------------
+
 
 @pytest.mark.parametrize("off", ["everything", "onednn_fc_bias"])
 def test_unpatched_fixed_fc_weight_stops_its_bias_as_mxnet_ships(off):
@@ -113,22 +131,34 @@ def test_unpatched_fixed_fc_weight_stops_its_bias_as_mxnet_ships(off):
     assert mod._exec_group.grad_req["fc1_weight"] == "null"
 
 
-@pytest.mark.parametrize("optimizer, params", [
-    ("sgd", SGD), ("adam", {"learning_rate": 0.01, "wd": 0.01})], ids=["sgd", "adam"])
-@pytest.mark.parametrize("contexts, kvstore", [
-    (None, None), (None, "local"), (TWO, None), (TWO, "local"), (TWO, "device")],
-    ids=["1ctx", "1ctx-kv", "2ctx", "2ctx-kv", "2ctx-device"])
-def test_fixed_fc_weight_stays_bit_for_bit_and_its_bias_trains(contexts, kvstore, optimizer,
-                                                               params):
-    mod, start, end = _train(["fc1_weight"], contexts=contexts, kvstore=kvstore,
-                             optimizer=optimizer, optimizer_params=params)
+@pytest.mark.parametrize(
+    "optimizer, params",
+    [("sgd", SGD), ("adam", {"learning_rate": 0.01, "wd": 0.01})],
+    ids=["sgd", "adam"],
+)
+@pytest.mark.parametrize(
+    "contexts, kvstore",
+    [(None, None), (None, "local"), (TWO, None), (TWO, "local"), (TWO, "device")],
+    ids=["1ctx", "1ctx-kv", "2ctx", "2ctx-kv", "2ctx-device"],
+)
+def test_fixed_fc_weight_stays_bit_for_bit_and_its_bias_trains(
+    contexts, kvstore, optimizer, params
+):
+    mod, start, end = _train(
+        ["fc1_weight"],
+        contexts=contexts,
+        kvstore=kvstore,
+        optimizer=optimizer,
+        optimizer_params=params,
+    )
     assert _moved(start, end) == _only_fixed("fc1_weight")
     group = mod._exec_group
     # Patched: a gradient buffer in every executor (the bias needs it), none in the group's
     # grad_arrays (MXNet's own mark of a fixed parameter, so its update loops skip it).
     assert group.grad_req["fc1_weight"] == ("write" if ONEDNN_FC else "null")
-    assert [e.grad_dict.get("fc1_weight") is not None for e in group.execs] == \
-        [ONEDNN_FC] * len(group.execs)
+    assert [e.grad_dict.get("fc1_weight") is not None for e in group.execs] == [ONEDNN_FC] * len(
+        group.execs
+    )
     grads = dict(zip(group.param_names, group.grad_arrays))
     assert grads["fc1_weight"] == [None] * len(group.execs)
     assert mod._fixed_param_names == ["fc1_weight"]
@@ -140,16 +170,22 @@ def test_reshaped_module_keeps_the_weight_fixed():
     assert _moved(start, end) == _only_fixed("fc1_weight")
     assert mod._exec_group.batch_size == 4
     mod.reshape(data_shapes=[("data", (2, 4))])
-    assert dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))[
-        "fc1_weight"] == [None]
+    assert dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))["fc1_weight"] == [
+        None
+    ]
 
 
 def test_fit_keeps_the_weight_fixed():
     rng = np.random.RandomState(2)
-    it = mx.io.NDArrayIter(rng.uniform(-1, 1, (16, 4)), rng.uniform(-1, 1, (16, 3)),
-                           batch_size=BATCH, label_name="lro_label")
-    mod = mx.mod.Module(_symbol(regression=True), label_names=("lro_label",),
-                        fixed_param_names=["fc1_weight"])
+    it = mx.io.NDArrayIter(
+        rng.uniform(-1, 1, (16, 4)),
+        rng.uniform(-1, 1, (16, 3)),
+        batch_size=BATCH,
+        label_name="lro_label",
+    )
+    mod = mx.mod.Module(
+        _symbol(regression=True), label_names=("lro_label",), fixed_param_names=["fc1_weight"]
+    )
     mod.bind(data_shapes=it.provide_data, label_shapes=it.provide_label)
     mx.random.seed(1)
     mod.init_params(mx.init.Uniform(0.5))
@@ -161,8 +197,10 @@ def test_fit_keeps_the_weight_fixed():
 def test_bucketing_module_keeps_the_weight_fixed():
     def sym_gen(key):
         return _symbol(), ("data",), None
-    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=4, context=mx.cpu(),
-                                 fixed_param_names=["fc1_weight"])
+
+    mod = mx.mod.BucketingModule(
+        sym_gen, default_bucket_key=4, context=mx.cpu(), fixed_param_names=["fc1_weight"]
+    )
     mod.bind(data_shapes=[("data", (4, 4))])
     mx.random.seed(1)
     mod.init_params(mx.init.Uniform(0.5))
@@ -191,8 +229,7 @@ def test_grad_req_list_and_explicit_dict_entries_stay_mxnets():
     # MXNet ignores fixed_param_names for a grad_req list, and an explicit dict entry wins:
     # the weight trains there in MXNet, and so it does here (nothing is held).
     names = _symbol().list_arguments()
-    for grad_req in (["null" if n == "data" else "write" for n in names],
-                     {"fc1_weight": "write"}):
+    for grad_req in (["null" if n == "data" else "write" for n in names], {"fc1_weight": "write"}):
         mod, start, end = _train(["fc1_weight"], grad_req=grad_req)
         assert _moved(start, end) == ALL_TRAIN, grad_req
     # A dict that fixes the bias explicitly: 'null' on the weight stops nothing that trains.
@@ -223,20 +260,23 @@ def test_unpatching_later_keeps_a_bound_module_held():
 
 # --- CPU contexts only ----------------------------------------------------------------------
 
+
 def test_decision_is_cpu_contexts_only():
     sym, fixed = _symbol(), ["fc1_weight"]
     on_cpu = frozenset(["fc1_weight"]) if ONEDNN_FC else frozenset()
-    for contexts, expected in (([mx.cpu()], on_cpu), (TWO, on_cpu),
-                               ([mx.cpu_pinned(0)], on_cpu),
-                               ([mx.gpu(0), mx.cpu(0)], on_cpu),   # the CPU executor needs it
-                               ([mx.gpu(0)], frozenset()), ([mx.gpu(0), mx.gpu(1)], frozenset())):
+    for contexts, expected in (
+        ([mx.cpu()], on_cpu),
+        (TWO, on_cpu),
+        ([mx.cpu_pinned(0)], on_cpu),
+        ([mx.gpu(0), mx.cpu(0)], on_cpu),  # the CPU executor needs it
+        ([mx.gpu(0)], frozenset()),
+        ([mx.gpu(0), mx.gpu(1)], frozenset()),
+    ):
         assert onednn_fc_bias.null_would_stop_bias(sym, fixed, contexts) == expected, contexts
     # Nothing fixed, a bias fixed too, an FC without bias: nothing to keep anywhere.
     assert onednn_fc_bias.null_would_stop_bias(sym, [], [mx.cpu()]) == frozenset()
-    assert onednn_fc_bias.null_would_stop_bias(sym, fixed + ["fc1_bias"], [mx.cpu()]) == \
-        frozenset()
-    no_bias = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, no_bias=True,
-                                    name="fc1")
+    assert onednn_fc_bias.null_would_stop_bias(sym, fixed + ["fc1_bias"], [mx.cpu()]) == frozenset()
+    no_bias = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, no_bias=True, name="fc1")
     assert onednn_fc_bias.null_would_stop_bias(no_bias, fixed, [mx.cpu()]) == frozenset()
 
 
@@ -258,13 +298,15 @@ def _group_grad_req(mod):
 
 
 def test_gpu_module_gets_mxnets_null_and_no_extra_gradient():
-    gpu = mx.mod.Module(_symbol(), label_names=None, context=mx.gpu(0),
-                        fixed_param_names=["fc1_weight"])
+    gpu = mx.mod.Module(
+        _symbol(), label_names=None, context=mx.gpu(0), fixed_param_names=["fc1_weight"]
+    )
     assert _group_grad_req(gpu)["fc1_weight"] == "null"
     assert gpu._fixed_param_names == ["fc1_weight"]
     # The same module on the CPU, through the same path: kept off 'null' on ONEDNN_FC.
-    cpu = mx.mod.Module(_symbol(), label_names=None, context=mx.cpu(),
-                        fixed_param_names=["fc1_weight"])
+    cpu = mx.mod.Module(
+        _symbol(), label_names=None, context=mx.cpu(), fixed_param_names=["fc1_weight"]
+    )
     assert _group_grad_req(cpu)["fc1_weight"] == ("write" if ONEDNN_FC else "null")
 
 
@@ -305,6 +347,7 @@ def test_disabled_by_environment(python):
 
 
 # --- not covered: Gluon ---------------------------------------------------------------------
+
 
 def test_gluon_null_weight_is_mxnets_own():
     # Gluon's param.grad_req = 'null' reaches the same oneDNN backward (1.7+): the patch is

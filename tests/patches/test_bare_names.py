@@ -1,4 +1,5 @@
 """A bare string given as *_names is one name, not a list of characters."""
+
 import numpy as np
 import pytest
 
@@ -31,11 +32,13 @@ def _train_one_step(mod):
 
 def test_bare_fixed_param_name_is_one_name():
     with pytest.warns(mxcompat.MXCompatWarning) as record:
-        mod = mx.mod.Module(_conv_loss(), data_names=("data",), label_names=None,
-                            fixed_param_names=("kw"))
+        mod = mx.mod.Module(
+            _conv_loss(), data_names=("data",), label_names=None, fixed_param_names=("kw")
+        )
     assert [str(w.message) for w in record] == [
         "Module(fixed_param_names='kw'): a bare string is one name, not a list of its "
-        "characters; mxcompat reads it as ['kw'] (write ('kw',) to silence this)"]
+        "characters; mxcompat reads it as ['kw'] (write ('kw',) to silence this)"
+    ]
     assert mod._fixed_param_names == ["kw"]
     # Fixed for real: 42 stays 42 (41.58 if it trained).
     np.testing.assert_array_equal(_train_one_step(mod), np.full((1, 1, 1, 1), 42, np.float32))
@@ -49,13 +52,15 @@ def test_bare_data_name():
 
 def test_unpatched_mxnet_splits_the_string(unpatched):
     with pytest.raises(ValueError, match="fixed_param_names=\\['k', 'w'\\]"):
-        mx.mod.Module(_conv_loss(), data_names=("data",), label_names=None,
-                      fixed_param_names=("kw"))
+        mx.mod.Module(
+            _conv_loss(), data_names=("data",), label_names=None, fixed_param_names=("kw")
+        )
 
 
 def test_list_of_names_is_untouched(recwarn):
-    mod = mx.mod.Module(_conv_loss(), data_names=["data"], label_names=None,
-                        fixed_param_names=["kw"])
+    mod = mx.mod.Module(
+        _conv_loss(), data_names=["data"], label_names=None, fixed_param_names=["kw"]
+    )
     assert mod._fixed_param_names == ["kw"]
     assert not [w for w in recwarn if issubclass(w.category, mxcompat.MXCompatWarning)]
 
@@ -63,6 +68,7 @@ def test_list_of_names_is_untouched(recwarn):
 def test_bucketing_module_bare_names():
     def sym_gen(key):
         return _conv_loss(), "data", None
+
     with pytest.warns(mxcompat.MXCompatWarning) as record:
         mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=1, fixed_param_names="kw")
     messages = sorted(str(w.message) for w in record)

@@ -1,6 +1,7 @@
 """The patch ``dataloader_teardown``: a dropped multi-worker DataLoader lets its workers finish
 and exit (MXNet 1.4+), where MXNet's own ``__del__`` kills them with ``terminate()`` and can
 hang the process."""
+
 import gc
 import signal
 import time
@@ -10,8 +11,9 @@ import pytest
 import mxcompat
 from conftest import mx, run_python
 
-POOL = pytest.mark.mxnet(">=1.4", reason="1.3's DataLoader runs its own worker processes, "
-                                         "not a multiprocessing.Pool")
+POOL = pytest.mark.mxnet(
+    ">=1.4", reason="1.3's DataLoader runs its own worker processes, not a multiprocessing.Pool"
+)
 
 
 def _slow(x):
@@ -24,8 +26,10 @@ def _dropped_workers():
     """The exit codes of a two-worker DataLoader's processes after one batch and a drop (the
     other batches of the epoch still in flight)."""
     import numpy as np
+
     data = mx.gluon.data.ArrayDataset(np.arange(64, dtype="float32").reshape(16, 4)).transform(
-        _slow)
+        _slow
+    )
     loader = mx.gluon.data.DataLoader(data, batch_size=2, num_workers=2)
     workers = list(loader._worker_pool._pool)
     batch = next(iter(loader))
@@ -62,6 +66,7 @@ def test_with_the_patch_the_workers_finish_and_exit_by_themselves():
 def test_a_worker_that_never_returns_is_still_terminated_after_the_timeout():
     import multiprocessing
     from mxcompat.patches import dataloader_teardown
+
     pool = multiprocessing.Pool(1)
     pool.apply_async(time.sleep, (600,))
     time.sleep(0.5)
@@ -78,7 +83,8 @@ def test_hundreds_of_loaders_created_iterated_and_dropped_never_hang():
     # Without the patch such a loop hung here once in 300-3000 cycles (all workers gone,
     # the task handler waiting for the result queue's lock a killed worker held).  Bounded:
     # faulthandler ends the process (exit 1, with every thread's stack) if a cycle hangs.
-    proc = run_python("""
+    proc = run_python(
+        """
         import faulthandler, gc, multiprocessing
         import mxcompat, mxnet as mx, numpy as np
         data = mx.gluon.data.ArrayDataset(np.arange(64, dtype="float32").reshape(16, 4))
@@ -91,5 +97,7 @@ def test_hundreds_of_loaders_created_iterated_and_dropped_never_hang():
         faulthandler.cancel_dump_traceback_later()
         gc.collect()
         print("cycles", i + 1, "children", len(multiprocessing.active_children()))
-    """, timeout=600)
+    """,
+        timeout=600,
+    )
     assert (proc.returncode, proc.stdout) == (0, "cycles 400 children 0\n"), proc.stderr[-3000:]

@@ -5,6 +5,7 @@ Unpatched (``MXCOMPAT_DISABLE_PATCHES=int_division``), MXNet dies with SIGFPE ex
 ``ZeroDivisionError`` with mxcompat's message and the process exits 0.  Every other case gives
 what MXNet gives unpatched, compared value for value (and pinned where it is meaningful).
 """
+
 import json
 import math
 import signal
@@ -17,8 +18,8 @@ from conftest import MX_VERSION, subprocess_env
 
 from mxcompat._core import facts as _compat
 
-X = [0, 3, 7, 100]          # a 0 in it for the reflected forms (0.5 / x)
-Y = [2, 0, 2, 3]            # an integer divisor holding a 0
+X = [0, 3, 7, 100]  # a 0 in it for the reflected forms (0.5 / x)
+Y = [2, 0, 2, 3]  # an integer divisor holding a 0
 INT_DTYPES = ["int32", "int64", "uint8", "int8"]
 # Scalars an integer array turns into 0 (truncation toward 0), and one it does not.
 ZERO_SCALARS = ["0.5", "0.0", "-0.3", "0"]
@@ -62,25 +63,38 @@ for index, case in enumerate(cases):
 def setup_code(front, dtype, divisor_dtype=None):
     make = "mx.np.array" if front == "np" else "mx.nd.array"
     return "x = %s(%r, dtype=%r)\ny = %s(%r, dtype=%r)\n" % (
-        make, X, dtype, make, Y, divisor_dtype or dtype)
+        make,
+        X,
+        dtype,
+        make,
+        Y,
+        divisor_dtype or dtype,
+    )
 
 
 def case(code, dtype="int32", front="nd", divisor_dtype=None):
-    return {"front": front, "dtype": dtype, "code": code,
-            "setup": setup_code(front, dtype, divisor_dtype)}
+    return {
+        "front": front,
+        "dtype": dtype,
+        "code": code,
+        "setup": setup_code(front, dtype, divisor_dtype),
+    }
 
 
 def scalar_message(dtype, scalar):
-    return ("mxcompat: %s NDArray / %s divides by zero: MXNet converts the scalar to the "
-            "array's dtype (%s 0), and an integer division by 0 kills the process (SIGFPE). "
-            "Divide a float copy instead: x.astype('float32') / %s"
-            % (dtype, scalar, dtype, scalar))
+    return (
+        "mxcompat: %s NDArray / %s divides by zero: MXNet converts the scalar to the "
+        "array's dtype (%s 0), and an integer division by 0 kills the process (SIGFPE). "
+        "Divide a float copy instead: x.astype('float32') / %s" % (dtype, scalar, dtype, scalar)
+    )
 
 
 def array_message(dtype, index="(1,)"):
-    return ("mxcompat: %s NDArray / %s NDArray divides by zero: the divisor holds 0 at index "
-            "%s, and an integer division by 0 kills the process (SIGFPE). Divide float copies "
-            "instead: x.astype('float32') / y.astype('float32')" % (dtype, dtype, index))
+    return (
+        "mxcompat: %s NDArray / %s NDArray divides by zero: the divisor holds 0 at index "
+        "%s, and an integer division by 0 kills the process (SIGFPE). Divide float copies "
+        "instead: x.astype('float32') / y.astype('float32')" % (dtype, dtype, index)
+    )
 
 
 def unchanged(dtype):
@@ -89,6 +103,7 @@ def unchanged(dtype):
 
 
 # --- the cases ---------------------------------------------------------------------------------
+
 
 def trapping_cases():
     """(case, expected patched outcome) for everything that kills plain MXNet, all releases."""
@@ -103,56 +118,82 @@ def trapping_cases():
         out.append((case("x /= y; r = x", dtype), raised + [unchanged(dtype)]))
     # Every function that reaches the two kernels, as a caller may spell it.
     for code, message in [
-            ("r = mx.nd.divide(x, 0.5)", scalar_message("int32", "0.5")),
-            ("r = mx.nd.true_divide(x, 0.5)", scalar_message("int32", "0.5")),
-            ("r = mx.nd._internal._div_scalar(x, scalar=0)", scalar_message("int32", "0")),
-            ("r = mx.nd._internal._DivScalar(x, 0.25)", scalar_message("int32", "0.25")),
-            ("r = mx.nd.divide(x, y)", array_message("int32")),
-            ("r = mx.nd.broadcast_div(x, y)", array_message("int32")),
-            ("r = mx.nd.op.broadcast_div(lhs=x, rhs=y)", array_message("int32")),
-            ("r = mx.nd.broadcast_div(x, mx.nd.array([0], dtype='int32'))",
-             array_message("int32", "(0,)")),
-            ("r = mx.nd.elemwise_div(x, y)", array_message("int32")),
-            ("r = mx.nd.op.elemwise_div(x, y)", array_message("int32")),
-            ("r = mx.nd._internal._div(x, y)", array_message("int32")),
-            ("r = mx.nd._internal._Div(x, y)", array_message("int32")),
-            ("r = mx.nd.sparse.elemwise_div(x.reshape((2, 2)).tostype('csr'), "
-             "y.reshape((2, 2)).tostype('csr'))", array_message("int32", "(0, 1)")),
-            ("r = mx.nd.sparse.broadcast_div(x.reshape((2, 2)), y.reshape((2, 2)))",
-             array_message("int32", "(0, 1)")),
-            ]:
+        ("r = mx.nd.divide(x, 0.5)", scalar_message("int32", "0.5")),
+        ("r = mx.nd.true_divide(x, 0.5)", scalar_message("int32", "0.5")),
+        ("r = mx.nd._internal._div_scalar(x, scalar=0)", scalar_message("int32", "0")),
+        ("r = mx.nd._internal._DivScalar(x, 0.25)", scalar_message("int32", "0.25")),
+        ("r = mx.nd.divide(x, y)", array_message("int32")),
+        ("r = mx.nd.broadcast_div(x, y)", array_message("int32")),
+        ("r = mx.nd.op.broadcast_div(lhs=x, rhs=y)", array_message("int32")),
+        (
+            "r = mx.nd.broadcast_div(x, mx.nd.array([0], dtype='int32'))",
+            array_message("int32", "(0,)"),
+        ),
+        ("r = mx.nd.elemwise_div(x, y)", array_message("int32")),
+        ("r = mx.nd.op.elemwise_div(x, y)", array_message("int32")),
+        ("r = mx.nd._internal._div(x, y)", array_message("int32")),
+        ("r = mx.nd._internal._Div(x, y)", array_message("int32")),
+        (
+            "r = mx.nd.sparse.elemwise_div(x.reshape((2, 2)).tostype('csr'), "
+            "y.reshape((2, 2)).tostype('csr'))",
+            array_message("int32", "(0, 1)"),
+        ),
+        (
+            "r = mx.nd.sparse.broadcast_div(x.reshape((2, 2)), y.reshape((2, 2)))",
+            array_message("int32", "(0, 1)"),
+        ),
+    ]:
         out.append((case(code), ["raise", "ZeroDivisionError", message, unchanged("int32")]))
     # The 8-bit types go through a 32-bit integer and keep its low byte: 256 is 0 there, and
     # so is anything out of int32's range (INT32_MIN).
     for dtype in ("int8", "uint8"):
         for s in ("256.0", "-512.0", "65536.0", "1e10", "float('nan')", "float('inf')"):
             shown = repr(float(eval(s)))
-            out.append((case("r = x / %s" % s, dtype),
-                        ["raise", "ZeroDivisionError", scalar_message(dtype, shown),
-                         unchanged(dtype)]))
+            out.append(
+                (
+                    case("r = x / %s" % s, dtype),
+                    ["raise", "ZeroDivisionError", scalar_message(dtype, shown), unchanged(dtype)],
+                )
+            )
     if _compat.since(_compat.BOOL_SCALAR_DIVISION):
-        out.append((case("r = x / 0.5", "bool"),
-                    ["raise", "ZeroDivisionError", scalar_message("bool", "0.5"),
-                     unchanged("bool")]))
+        out.append(
+            (
+                case("r = x / 0.5", "bool"),
+                ["raise", "ZeroDivisionError", scalar_message("bool", "0.5"), unchanged("bool")],
+            )
+        )
     if not _compat.since(_compat.DIV_SCALAR_IS_INT):
         # Before 1.7 MXNet ignores is_int: it traps all the same.
-        out.append((case("r = mx.nd._internal._div_scalar(x, scalar=0.5, is_int=False)"),
-                    ["raise", "ZeroDivisionError", scalar_message("int32", "0.5"),
-                     unchanged("int32")]))
+        out.append(
+            (
+                case("r = mx.nd._internal._div_scalar(x, scalar=0.5, is_int=False)"),
+                ["raise", "ZeroDivisionError", scalar_message("int32", "0.5"), unchanged("int32")],
+            )
+        )
     out = [(c, expected, signal.SIGFPE) for c, expected in out]
     if not _compat.since(_compat.EMPTY_DIVIDEND_RETURNS) and MX_VERSION[:2] != (1, 5):
         # An empty dividend still divides by the divisor's 0 (_compat.EMPTY_DIVIDEND_RETURNS);
         # 1.4 aborts on an empty broadcast_div whatever the divisor (its signal handler
         # reports a segmentation fault), which mxcompat's check comes before here.
-        out.append((case(EMPTY_BROADCAST_DIV),
-                    ["raise", "ZeroDivisionError", array_message("int32", "(0, 0)"),
-                     unchanged("int32")],
-                    signal.SIGFPE if MX_VERSION[:2] == (1, 3) else signal.SIGABRT))
+        out.append(
+            (
+                case(EMPTY_BROADCAST_DIV),
+                [
+                    "raise",
+                    "ZeroDivisionError",
+                    array_message("int32", "(0, 0)"),
+                    unchanged("int32"),
+                ],
+                signal.SIGFPE if MX_VERSION[:2] == (1, 3) else signal.SIGABRT,
+            )
+        )
     return out
 
 
-EMPTY_BROADCAST_DIV = ("r = mx.nd.broadcast_div(mx.nd.zeros((0, 2), dtype='int32'), "
-                       "mx.nd.zeros((1, 2), dtype='int32'))")
+EMPTY_BROADCAST_DIV = (
+    "r = mx.nd.broadcast_div(mx.nd.zeros((0, 2), dtype='int32'), "
+    "mx.nd.zeros((1, 2), dtype='int32'))"
+)
 
 
 def surviving_cases(front):
@@ -164,8 +205,15 @@ def surviving_cases(front):
             if front == "np" or dtype == "float32" or s not in ZERO_SCALARS:
                 out.append(case("r = x / %s" % s, dtype, front))
                 out.append(case("x /= %s; r = x" % s, dtype, front))
-            for code in ("r = %s / x", "r = x %% %s", "x %%= %s; r = x", "r = %s %% x",
-                         "r = x // %s", "x //= %s; r = x", "r = %s // x"):
+            for code in (
+                "r = %s / x",
+                "r = x %% %s",
+                "x %%= %s; r = x",
+                "r = %s %% x",
+                "r = x // %s",
+                "x //= %s; r = x",
+                "r = %s // x",
+            ):
                 out.append(case(code % s, dtype, front))
         for code in ("r = x % y", "x %= y; r = x", "r = x // y"):
             out.append(case(code, dtype, front))
@@ -179,10 +227,18 @@ def surviving_cases(front):
     if front == "nd":
         # Out of the trap: 8-bit bytes that are not 0, and 32/64-bit types, which keep a large
         # or non-finite scalar as INT_MIN.
-        for dtype, s in [("int8", "255.5"), ("int8", "128.0"), ("uint8", "-1.0"),
-                         ("int8", "-129.0"), ("int32", "256.0"), ("int32", "1e10"),
-                         ("int32", "float('nan')"), ("int64", "float('inf')"),
-                         ("int64", "4294967296.0"), ("int32", "-1.0")]:
+        for dtype, s in [
+            ("int8", "255.5"),
+            ("int8", "128.0"),
+            ("uint8", "-1.0"),
+            ("int8", "-129.0"),
+            ("int32", "256.0"),
+            ("int32", "1e10"),
+            ("int32", "float('nan')"),
+            ("int64", "float('inf')"),
+            ("int64", "4294967296.0"),
+            ("int32", "-1.0"),
+        ]:
             out.append(case("r = x / %s" % s, dtype))
         # MXNet's own type error for mixed dtypes, even with a 0 in the divisor.
         out.append(case("r = x / y", "int32", divisor_dtype="int64"))
@@ -196,17 +252,22 @@ def surviving_cases(front):
         if _compat.since(_compat.DIV_SCALAR_IS_INT):
             out.append(case("r = mx.nd._internal._div_scalar(x, scalar=0.5, is_int=False)"))
         if HAS_NP and not _compat.since(_compat.BOOL_SCALAR_DIVISION):
-            out.append(case("r = x / 0.5", "bool"))     # 1.6: MXNet's "Unknown type enum 7"
+            out.append(case("r = x / 0.5", "bool"))  # 1.6: MXNet's "Unknown type enum 7"
         if HAS_NP:
-            out.append(case("r = x / y", "bool"))       # MXNet's error: no bool / bool
+            out.append(case("r = x / y", "bool"))  # MXNet's error: no bool / bool
     return out
 
 
 def _run(cases, env):
     # Not conftest.run_python: the cases go in as an argument.
-    return subprocess.run([sys.executable, "-c", RUNNER, json.dumps(cases)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=subprocess_env(env), timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", RUNNER, json.dumps(cases)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=subprocess_env(env),
+        timeout=600,
+    )
 
 
 def outcomes(proc):
@@ -218,9 +279,14 @@ def outcomes(proc):
 TRAPPING = trapping_cases()
 
 
-@pytest.mark.parametrize("trap, signum", [(c, n) for c, _, n in TRAPPING], ids=[
-    "%s-%s" % (c["dtype"], c["code"][4:] if c["code"].startswith("r = ") else c["code"])
-    for c, _, _ in TRAPPING])
+@pytest.mark.parametrize(
+    "trap, signum",
+    [(c, n) for c, _, n in TRAPPING],
+    ids=[
+        "%s-%s" % (c["dtype"], c["code"][4:] if c["code"].startswith("r = ") else c["code"])
+        for c, _, _ in TRAPPING
+    ],
+)
 def test_plain_mxnet_dies_with_sigfpe(trap, signum):
     proc = _run([trap], {"MXCOMPAT_DISABLE_PATCHES": "int_division"})
     # It died inside the case (the marker is out), from the signal, with nothing printed after.
@@ -238,8 +304,13 @@ def test_patched_raises_zero_division_error_and_lives():
         assert out == expected, trap["code"]
 
 
-@pytest.mark.parametrize("front", ["nd", pytest.param("np", marks=pytest.mark.mxnet(
-    ">=1.6", reason="mx.np arrives in MXNet 1.6"))])
+@pytest.mark.parametrize(
+    "front",
+    [
+        "nd",
+        pytest.param("np", marks=pytest.mark.mxnet(">=1.6", reason="mx.np arrives in MXNet 1.6")),
+    ],
+)
 def test_what_mxnet_survives_is_left_as_it_is(front):
     cases = surviving_cases(front)
     patched = outcomes(_run(cases, None))
@@ -256,9 +327,11 @@ def test_what_mxnet_survives_is_left_as_it_is(front):
             assert by_code[(dtype, "r = x % 0.5")][:3] == ["ok", dtype, "[0, 0, 0, 0]"]
             assert by_code[(dtype, "r = x % y")][:3] == ["ok", dtype, "[0, 0, 1, 1]"]
             assert by_code[(dtype, "r = x // 2")][:3] == [
-                "raise", "TypeError", "unsupported operand type(s) for //: 'NDArray' and 'int'"]
-        assert by_code[("float32", "r = x / 0.0")][:3] == [
-            "ok", "float32", "[nan, inf, inf, inf]"]
+                "raise",
+                "TypeError",
+                "unsupported operand type(s) for //: 'NDArray' and 'int'",
+            ]
+        assert by_code[("float32", "r = x / 0.0")][:3] == ["ok", "float32", "[nan, inf, inf, inf]"]
         assert by_code[("int8", "r = x / 255.5")][:3] == ["ok", "int8", "[0, -3, -7, -100]"]
         assert by_code[("int32", "r = x / 1e10")][:3] == ["ok", "int32", "[0, 0, 0, 0]"]
         assert by_code[("int32", "r = x / y")][:2] == ["raise", "MXNetError"]
@@ -269,12 +342,20 @@ def test_what_mxnet_survives_is_left_as_it_is(front):
     else:
         for dtype in INT_DTYPES:
             assert by_code[(dtype, "r = x / 0.5")][:3] == [
-                "ok", "float32", "[0.0, 6.0, 14.0, 200.0]"]
-            assert by_code[(dtype, "r = x / y")][:3] == ["ok", "float32",
-                                                         "[0.0, inf, 3.5, 33.33333206176758]"]
+                "ok",
+                "float32",
+                "[0.0, 6.0, 14.0, 200.0]",
+            ]
+            assert by_code[(dtype, "r = x / y")][:3] == [
+                "ok",
+                "float32",
+                "[0.0, inf, 3.5, 33.33333206176758]",
+            ]
             out = by_code[(dtype, "x /= 0.5; r = x")]
-            assert out[:2] == ["raise", "MXNetError"] and (
-                "Type inconsistent, Provided = %s, inferred type = float32" % dtype) in out[2]
+            assert (
+                out[:2] == ["raise", "MXNetError"]
+                and ("Type inconsistent, Provided = %s, inferred type = float32" % dtype) in out[2]
+            )
             assert by_code[(dtype, "r = x % 0")][:3] == ["ok", dtype, "[0, 0, 0, 0]"]
 
 
@@ -282,26 +363,51 @@ def test_scalar_becomes_zero_matches_the_measured_conversion():
     # The rule the patch applies, against the table measured on every release (the trap
     # tests above run it for real); NaN and infinities included.
     from mxcompat.patches.int_division import scalar_becomes_zero
+
     for dtype in ("int8", "uint8"):
-        for s, zero in [(0.5, True), (256.0, True), (-512.0, True), (1e10, True),
-                        (2.0 ** 40, True), (math.nan, True), (math.inf, True),
-                        (-math.inf, True), (255.5, False), (128.0, False), (-1.0, False),
-                        (257.0, False), (2, False)]:
+        for s, zero in [
+            (0.5, True),
+            (256.0, True),
+            (-512.0, True),
+            (1e10, True),
+            (2.0**40, True),
+            (math.nan, True),
+            (math.inf, True),
+            (-math.inf, True),
+            (255.5, False),
+            (128.0, False),
+            (-1.0, False),
+            (257.0, False),
+            (2, False),
+        ]:
             assert scalar_becomes_zero(s, dtype) is zero, (dtype, s)
     for dtype in ("int32", "int64", "bool"):
-        for s, zero in [(0.5, True), (-0.99, True), (0, True), (1.0, False), (-1.0, False),
-                        (256.0, False), (1e10, False), (math.nan, False), (math.inf, False)]:
+        for s, zero in [
+            (0.5, True),
+            (-0.99, True),
+            (0, True),
+            (1.0, False),
+            (-1.0, False),
+            (256.0, False),
+            (1e10, False),
+            (math.nan, False),
+            (math.inf, False),
+        ]:
             assert scalar_becomes_zero(s, dtype) is zero, (dtype, s)
-    assert scalar_becomes_zero("0.5", "int32") is True      # MXNet reads strings too
-    assert scalar_becomes_zero("junk", "int32") is False    # MXNet's own error then
+    assert scalar_becomes_zero("0.5", "int32") is True  # MXNet reads strings too
+    assert scalar_becomes_zero("junk", "int32") is False  # MXNet's own error then
 
 
 def test_float_arrays_are_never_read_back(monkeypatch):
     # The check costs float arrays a dtype lookup: no wait for the engine, no copy.
     import mxnet as mx
+
     calls = []
-    monkeypatch.setattr(mx.nd.NDArray, "asnumpy",
-                        lambda self, _orig=mx.nd.NDArray.asnumpy: calls.append(1) or _orig(self))
+    monkeypatch.setattr(
+        mx.nd.NDArray,
+        "asnumpy",
+        lambda self, _orig=mx.nd.NDArray.asnumpy: calls.append(1) or _orig(self),
+    )
     x = mx.nd.array([1.0, 2.0])
     y = mx.nd.array([0.0, 1.0])
     r = x / y
@@ -313,6 +419,7 @@ def test_float_arrays_are_never_read_back(monkeypatch):
 def test_unpatch_gives_mxnet_its_functions_back():
     import mxcompat
     import mxnet as mx
+
     wrapped = mx.nd._internal._div_scalar
     assert hasattr(wrapped, "__wrapped__")
     mxcompat.unpatch("int_division")

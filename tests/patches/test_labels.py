@@ -1,5 +1,6 @@
 """Label names of a symbol that takes no label are dropped at construction, bind and reshape;
 a label name a label-taking symbol does not have is an error."""
+
 import os
 import warnings
 
@@ -39,7 +40,8 @@ def _not_deprecation(record):
 SEED_WARNING = (
     "label name(s) 'softmax_label' are not arguments of the symbol, and the symbol takes no "
     "label (none of its arguments feeds the label of a loss operator such as SoftmaxOutput, "
-    "or is named *label); mxcompat drops them from label_names and label_shapes")
+    "or is named *label); mxcompat drops them from label_names and label_shapes"
+)
 
 
 def test_seed_snippet_predicts_like_gluon(tmpdir):
@@ -55,8 +57,11 @@ def test_seed_snippet_predicts_like_gluon(tmpdir):
     # The warning points at the user's line, not into mxnet or mxcompat.
     assert ours[0].filename == __file__
     # MXNet's own "not found in symbol.list_arguments()" and label-mismatch warnings are gone.
-    assert not [w for w in record if "list_arguments" in str(w.message)
-                or "label_shapes don't match" in str(w.message)]
+    assert not [
+        w
+        for w in record
+        if "list_arguments" in str(w.message) or "label_shapes don't match" in str(w.message)
+    ]
     assert mod.label_names == []
     assert mod.label_shapes == []
     np.testing.assert_allclose(out.asnumpy(), expected, rtol=0, atol=1e-6)
@@ -154,13 +159,16 @@ def test_extra_label_shape_beside_a_real_label_is_an_error():
     # (MXNet: KeyError: 'weight_label' from inside the executor group).
     mod = mx.mod.Module(_softmax_symbol())
     with pytest.raises(ValueError) as err:
-        mod.bind(data_shapes=[("data", (4, 5))],
-                 label_shapes=[("softmax_label", (4,)), ("weight_label", (4,))])
+        mod.bind(
+            data_shapes=[("data", (4, 5))],
+            label_shapes=[("softmax_label", (4,)), ("weight_label", (4,))],
+        )
     assert str(err.value) == (
         "mxcompat: Module.bind(label_shapes=...): 'weight_label' is not an input of the "
         "symbol, whose label input is 'softmax_label'. Pass label_names=['softmax_label'] and "
         "give the data iterator's label the same name (e.g. NDArrayIter(..., "
-        "label_name='softmax_label')).")
+        "label_name='softmax_label'))."
+    )
     assert not mod.binded
 
 
@@ -200,9 +208,13 @@ def test_bucketing_module_binds_and_switches_buckets():
         mod.bind(data_shapes=[("data", (2, 5))], label_shapes=[("softmax_label", (2,))])
         mod.init_params(mx.init.One())
         mod.init_optimizer()
-        batch = mx.io.DataBatch([mx.nd.ones((2, 5))], [mx.nd.zeros(2)], bucket_key=5,
-                                provide_data=[("data", (2, 5))],
-                                provide_label=[("softmax_label", (2,))])
+        batch = mx.io.DataBatch(
+            [mx.nd.ones((2, 5))],
+            [mx.nd.zeros(2)],
+            bucket_key=5,
+            provide_data=[("data", (2, 5))],
+            provide_label=[("softmax_label", (2,))],
+        )
         mod.forward_backward(batch)
         mod.update()
     assert len(_mxcompat_warnings(record)) == 1
@@ -235,7 +247,8 @@ def test_sequential_module(tmpdir):
 SOFTMAX_ERROR = (
     "'label' is not an input of the symbol, whose label input is 'softmax_label'. Pass "
     "label_names=['softmax_label'] and give the data iterator's label the same name (e.g. "
-    "NDArrayIter(..., label_name='softmax_label')).")
+    "NDArrayIter(..., label_name='softmax_label'))."
+)
 
 
 def _xy(n=12):
@@ -248,8 +261,9 @@ def _checkpoint(tmpdir, symbol, name="m"):
     """``symbol`` (FullyConnected 'fc' of 5 -> 3 under a head) saved with fixed weights."""
     prefix = os.path.join(str(tmpdir), name)
     weight = mx.nd.array(np.random.RandomState(3).rand(3, 5))
-    mx.model.save_checkpoint(prefix, 0, symbol, {"fc_weight": weight, "fc_bias": mx.nd.zeros(3)},
-                             {})
+    mx.model.save_checkpoint(
+        prefix, 0, symbol, {"fc_weight": weight, "fc_bias": mx.nd.zeros(3)}, {}
+    )
     return prefix
 
 
@@ -281,7 +295,7 @@ def test_wrong_label_name_from_the_iterator_is_an_error_at_bind():
     it = mx.io.NDArrayIter(x, y, batch_size=4, label_name="label")
     mod = mx.mod.Module(_softmax_symbol())
     with pytest.raises(ValueError) as err:
-        mod.fit(it, num_epoch=1)   # fit binds with it.provide_label
+        mod.fit(it, num_epoch=1)  # fit binds with it.provide_label
     assert str(err.value) == "mxcompat: Module.bind(label_shapes=...): " + SOFTMAX_ERROR
     assert not mod.binded
 
@@ -292,8 +306,9 @@ def test_wrong_label_name_in_a_batch_of_another_size_is_an_error_at_reshape():
     mod = mx.mod.Module(_softmax_symbol())
     mod.bind(data_shapes=[("data", (4, 5))], label_shapes=[("softmax_label", (4,))])
     mod.init_params(mx.init.Xavier())
-    batch = mx.io.DataBatch([x[:2]], [y[:2]], provide_data=[("data", (2, 5))],
-                            provide_label=[("label", (2,))])
+    batch = mx.io.DataBatch(
+        [x[:2]], [y[:2]], provide_data=[("data", (2, 5))], provide_label=[("label", (2,))]
+    )
     with pytest.raises(ValueError) as err:
         mod.forward(batch)
     assert str(err.value) == "mxcompat: Module.reshape(label_shapes=...): " + SOFTMAX_ERROR
@@ -311,7 +326,8 @@ def test_bare_string_label_name_on_a_softmax_symbol():
 
 
 def test_unpatched_mxnet_wrong_label_warns_then_fails_late_or_trains_on_a_constant(
-        tmpdir, unpatched):
+    tmpdir, unpatched
+):
     """The premise of the error: MXNet only warns, and the label input it was not told
     about becomes a parameter."""
     sym = _softmax_symbol()
@@ -321,7 +337,8 @@ def test_unpatched_mxnet_wrong_label_warns_then_fails_late_or_trains_on_a_consta
     assert [str(w.message) for w in _not_deprecation(record)] == [
         "\033[91mYou created Module with Module(..., label_names=['label']) but input with "
         "name 'label' is not found in symbol.list_arguments(). Did you mean one of:\n\tdata\n"
-        "\tsoftmax_label\033[0m"]
+        "\tsoftmax_label\033[0m"
+    ]
     assert mod._param_names == ["fc_weight", "fc_bias", "softmax_label"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -339,8 +356,10 @@ def test_unpatched_mxnet_wrong_label_warns_then_fails_late_or_trains_on_a_consta
     prefix = _checkpoint(tmpdir, sym)
     x, _ = _xy(4)
     grads = {}
-    for names, label_shapes in ((("label",), None),
-                                (("softmax_label",), [("softmax_label", (4,))])):
+    for names, label_shapes in (
+        (("label",), None),
+        (("softmax_label",), [("softmax_label", (4,))]),
+    ):
         for labels in ([1, 2, 0, 1], [0, 0, 0, 0]):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -363,8 +382,9 @@ def test_load_of_a_softmax_checkpoint_keeps_its_label(tmpdir):
     assert mod.label_names == ["softmax_label"]
     assert [d.name for d in mod.label_shapes] == ["softmax_label"]
     # The batch's labels reach the loss.
-    assert not np.array_equal(_fc_weight_grad(mod, x[:4], [1, 2, 0, 1]),
-                              _fc_weight_grad(mod, x[:4], [0, 0, 0, 0]))
+    assert not np.array_equal(
+        _fc_weight_grad(mod, x[:4], [1, 2, 0, 1]), _fc_weight_grad(mod, x[:4], [0, 0, 0, 0])
+    )
 
 
 def test_default_label_on_a_regression_checkpoint_is_left_to_mxnet(tmpdir):
@@ -382,7 +402,8 @@ def test_default_label_on_a_regression_checkpoint_is_left_to_mxnet(tmpdir):
         assert [str(w.message) for w in _not_deprecation(record)] == [
             "\033[91mYou created Module with Module(..., label_names=['softmax_label']) but "
             "input with name 'softmax_label' is not found in symbol.list_arguments(). Did you "
-            "mean one of:\n\tdata\n\tlro_label\033[0m"]
+            "mean one of:\n\tdata\n\tlro_label\033[0m"
+        ]
         assert mod.label_names == ["softmax_label"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -400,19 +421,22 @@ def test_default_label_on_a_regression_checkpoint_is_left_to_mxnet(tmpdir):
         "mxcompat: Module.bind(label_shapes=...): 'softmax_label' is not an input of the "
         "symbol, whose label input is 'lro_label'. Pass label_names=['lro_label'] and give "
         "the data iterator's label the same name (e.g. NDArrayIter(..., "
-        "label_name='lro_label')).")
+        "label_name='lro_label'))."
+    )
 
 
 def _two_head_symbol():
     fc = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc")
-    return mx.sym.Group([mx.sym.SoftmaxOutput(fc, name="cls"),
-                         mx.sym.LinearRegressionOutput(fc, name="reg")])
+    return mx.sym.Group(
+        [mx.sym.SoftmaxOutput(fc, name="cls"), mx.sym.LinearRegressionOutput(fc, name="reg")]
+    )
 
 
 TWO_HEADS = (
     "whose label inputs are 'cls_label', 'reg_label'. Pass label_names=['cls_label', "
     "'reg_label'] and give the data iterator's labels the same names (e.g. "
-    "NDArrayIter(data, label={'cls_label': ..., 'reg_label': ...})).")
+    "NDArrayIter(data, label={'cls_label': ..., 'reg_label': ...}))."
+)
 
 
 def test_symbol_with_two_label_inputs():
@@ -421,13 +445,16 @@ def test_symbol_with_two_label_inputs():
         mx.mod.Module(sym, label_names=("softmax_label", "reg_label"))
     assert str(err.value) == (
         "mxcompat: Module(..., label_names=('softmax_label', 'reg_label')): 'softmax_label' is "
-        "not an input of the symbol, " + TWO_HEADS)
+        "not an input of the symbol, " + TWO_HEADS
+    )
     with pytest.raises(ValueError) as err:
         mx.mod.Module(sym, label_names=("cls_label", "reg_label")).bind(
-            data_shapes=[("data", (4, 5))], label_shapes=[("cls", (4,)), ("reg", (4, 3))])
+            data_shapes=[("data", (4, 5))], label_shapes=[("cls", (4,)), ("reg", (4, 3))]
+        )
     assert str(err.value) == (
         "mxcompat: Module.bind(label_shapes=...): 'cls', 'reg' are not inputs of the symbol, "
-        + TWO_HEADS)
+        + TWO_HEADS
+    )
     # Both labels named right: no warning, and both reach their loss.
     x, y = _xy()
     it = mx.io.NDArrayIter(x, {"cls_label": y, "reg_label": mx.nd.zeros((12, 3))}, batch_size=4)
@@ -445,13 +472,15 @@ def test_symbol_with_two_label_inputs():
 def test_bucketing_module_wrong_label_is_an_error_at_construction():
     def sym_gen(label_names):
         return lambda key: (_softmax_symbol(), ("data",), label_names)
+
     with pytest.raises(ValueError) as err:
         mx.mod.BucketingModule(sym_gen(("label",)), default_bucket_key=5)
     assert str(err.value) == (
         "mxcompat: sym_gen returned label_names=('label',): 'label' is not an input of the "
         "symbol, whose label input is 'softmax_label'. Return label_names=['softmax_label'] "
         "and give the data iterator's label the same name (e.g. NDArrayIter(..., "
-        "label_name='softmax_label')).")
+        "label_name='softmax_label'))."
+    )
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         mod = mx.mod.BucketingModule(sym_gen(("softmax_label",)), default_bucket_key=5)
@@ -473,6 +502,7 @@ def test_sequential_module_wrong_label_is_an_error_at_bind():
 
 # --- What "takes a label" means -------------------------------------------------------------
 
+
 def test_label_inputs_are_read_from_the_graph():
     label_inputs = mxcompat.patches.labels.label_inputs
     data = mx.sym.Variable("data")
@@ -481,14 +511,18 @@ def test_label_inputs_are_read_from_the_graph():
     assert label_inputs(mx.sym.SoftmaxOutput(fc, name="softmax"), ("data",)) == ["softmax_label"]
     assert label_inputs(mx.sym.SoftmaxOutput(fc, label=mx.sym.Variable("y")), ("data",)) == ["y"]
     assert label_inputs(mx.sym.SVMOutput(fc, label=mx.sym.Variable("y")), ("data",)) == ["y"]
-    assert label_inputs(mx.sym.contrib.ctc_loss(data, mx.sym.Variable("y"),
-                                                label_lengths=mx.sym.Variable("n"),
-                                                use_label_lengths=True), ("data",)) == ["y", "n"]
+    assert label_inputs(
+        mx.sym.contrib.ctc_loss(
+            data, mx.sym.Variable("y"), label_lengths=mx.sym.Variable("n"), use_label_lengths=True
+        ),
+        ("data",),
+    ) == ["y", "n"]
     # ... or an argument named *label: reshaped before the loss, or read by plain operators.
     reshaped = mx.sym.reshape(mx.sym.Variable("softmax_label"), shape=(-1,))
     assert label_inputs(mx.sym.SoftmaxOutput(fc, label=reshaped), ("data",)) == ["softmax_label"]
-    assert label_inputs(mx.sym.MakeLoss(mx.sym.square(fc - mx.sym.Variable("label"))),
-                        ("data",)) == ["label"]
+    assert label_inputs(
+        mx.sym.MakeLoss(mx.sym.square(fc - mx.sym.Variable("label"))), ("data",)
+    ) == ["label"]
     # No label: an inference graph, and an autoencoder whose label is its data.
     assert label_inputs(fc, ("data",)) == []
     assert label_inputs(mx.sym.LinearRegressionOutput(fc, label=data), ("data",)) == []
@@ -499,6 +533,7 @@ def _registered_label_inputs():
     the mx.sym functions are generated from), for every operator this release registers."""
     import ctypes
     from mxnet.base import _LIB, check_call, py_str, c_str
+
     size, names = ctypes.c_uint(), ctypes.POINTER(ctypes.c_char_p)()
     check_call(_LIB.MXListAllOpNames(ctypes.byref(size), ctypes.byref(names)))
     found = {}
@@ -508,12 +543,24 @@ def _registered_label_inputs():
         real, desc, key_var, ret = (ctypes.c_char_p() for _ in range(4))
         count = ctypes.c_uint()
         arg_names, arg_types, arg_descs = (ctypes.POINTER(ctypes.c_char_p)() for _ in range(3))
-        check_call(_LIB.MXSymbolGetAtomicSymbolInfo(
-            handle, ctypes.byref(real), ctypes.byref(desc), ctypes.byref(count),
-            ctypes.byref(arg_names), ctypes.byref(arg_types), ctypes.byref(arg_descs),
-            ctypes.byref(key_var), ctypes.byref(ret)))
-        inputs = [py_str(arg_names[i]) for i in range(count.value)
-                  if py_str(arg_types[i]).startswith("NDArray-or-Symbol")]
+        check_call(
+            _LIB.MXSymbolGetAtomicSymbolInfo(
+                handle,
+                ctypes.byref(real),
+                ctypes.byref(desc),
+                ctypes.byref(count),
+                ctypes.byref(arg_names),
+                ctypes.byref(arg_types),
+                ctypes.byref(arg_descs),
+                ctypes.byref(key_var),
+                ctypes.byref(ret),
+            )
+        )
+        inputs = [
+            py_str(arg_names[i])
+            for i in range(count.value)
+            if py_str(arg_types[i]).startswith("NDArray-or-Symbol")
+        ]
         positions = tuple(i for i, name in enumerate(inputs) if "label" in name)
         if positions:
             found[op] = positions
@@ -529,8 +576,11 @@ def test_label_operators_match_the_registry():
     assert {op: mxcompat.patches.labels.label_positions(op, every_input) for op in found} == found
     # ... and the list names no operator that takes no label.  1.3.1's deprecated "Softmax"
     # declares no label input, yet creates one (checked on a symbol instead).
-    declared_without = [op for op in mxcompat.patches.labels._LABEL_OPS
-                        if op not in found and op in _registered_ops()]
+    declared_without = [
+        op
+        for op in mxcompat.patches.labels._LABEL_OPS
+        if op not in found and op in _registered_ops()
+    ]
     assert declared_without in ([], ["Softmax"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -541,6 +591,7 @@ def test_label_operators_match_the_registry():
 def _registered_ops():
     import ctypes
     from mxnet.base import _LIB, check_call, py_str
+
     size, names = ctypes.c_uint(), ctypes.POINTER(ctypes.c_char_p)()
     check_call(_LIB.MXListAllOpNames(ctypes.byref(size), ctypes.byref(names)))
     return set(py_str(names[i]) for i in range(size.value))

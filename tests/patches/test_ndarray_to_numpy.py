@@ -1,4 +1,5 @@
 """What NumPy gets from an NDArray (patch ``ndarray_to_numpy``)."""
+
 import numpy as np
 import pytest
 
@@ -40,8 +41,9 @@ def test_sparse_arrays_give_their_dense_numbers():
     assert np.asarray(csr).tolist() == dense.tolist()
 
 
-@pytest.mark.skipif(not NUMPY2, reason="copy=False is NumPy 2's keyword (this is NumPy %s)"
-                    % np.__version__)
+@pytest.mark.skipif(
+    not NUMPY2, reason="copy=False is NumPy 2's keyword (this is NumPy %s)" % np.__version__
+)
 def test_no_copy_is_refused_clearly():
     with pytest.raises(ValueError, match="NumPy can only get a copy"):
         np.asarray(mx.nd.array([1, 2]), copy=False)
@@ -59,7 +61,7 @@ def test_astype_with_another_arrays_dtype():
     y = x.astype(mx.nd.array([1], dtype="int32"))
     assert y.dtype == np.int32 and y.asnumpy().tolist() == [1, 2]
     assert x.astype(dtype=mx.nd.array([1], dtype="float16")).dtype == np.float16
-    assert x.astype("int64").dtype == np.int64     # the ordinary way is untouched
+    assert x.astype("int64").dtype == np.int64  # the ordinary way is untouched
 
 
 def test_operators_between_numpy_and_ndarray_are_unchanged():

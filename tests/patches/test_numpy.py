@@ -5,6 +5,7 @@ compared bit for bit with what ``numpy_reference.py`` computes, in the same run 
 machine, with plain MXNet in the release's reference environment (``reference_env``: e.g.
 1.9.1 on Python 3.11 + NumPy 1.23.5).
 """
+
 import math
 import os
 import subprocess
@@ -29,8 +30,9 @@ from conftest import MX_VERSION, subprocess_env
 
 NUMPY_VERSION = tuple(int(p) for p in np.__version__.split(".")[:2])
 NUMPY2 = NUMPY_VERSION >= (2, 0)
-needs_numpy2 = pytest.mark.skipif(not NUMPY2, reason="NEP 50/51 behaviour needs NumPy >= 2 "
-                                                     "(this is NumPy %s)" % np.__version__)
+needs_numpy2 = pytest.mark.skipif(
+    not NUMPY2, reason="NEP 50/51 behaviour needs NumPy >= 2 (this is NumPy %s)" % np.__version__
+)
 
 # Chains the scan finds that are not NumPy attributes at all, so nothing can restore them.
 # Each entry: (chain, why).  Keep it empty unless a real case is found and explained.
@@ -38,6 +40,7 @@ NOT_NUMPY_ATTRIBUTES = {}
 
 
 # --- the restored names are derived from MXNet's source --------------------------------------
+
 
 def test_every_numpy_name_mxnet_uses_resolves():
     root = mxnet_numpy_uses.mxnet_dir()
@@ -49,19 +52,43 @@ def test_every_numpy_name_mxnet_uses_resolves():
         if name is not None and name not in NOT_NUMPY_ATTRIBUTES:
             missing.setdefault(name, []).append(use)
     assert not missing, "NumPy %s lacks names MXNet %s uses: %s" % (
-        np.__version__, mx.__version__,
-        "; ".join("numpy.%s (%s:%d)" % (n, u[0].path, u[0].line) for n, u in missing.items()))
+        np.__version__,
+        mx.__version__,
+        "; ".join("numpy.%s (%s:%d)" % (n, u[0].path, u[0].line) for n, u in missing.items()),
+    )
 
 
 # The releases whose Python code reads each restored name (first, last), from this scan run
 # over the 1.3.1 … 1.9.1 wheels.  Each env re-checks its own release against this table, so
 # together the envs re-derive it; numpy_compat.NAMES must be exactly these names.
 USED_BY = {
-    "int": ((1, 3), (1, 9)), "float": ((1, 4), (1, 7)), "bool": ((1, 6), (1, 9)),
-    "Inf": ((1, 5), (1, 9)), "PZERO": ((1, 6), (1, 9)), "NZERO": ((1, 6), (1, 9)),
+    "int": ((1, 3), (1, 9)),
+    "float": ((1, 4), (1, 7)),
+    "bool": ((1, 6), (1, 9)),
+    "Inf": ((1, 5), (1, 9)),
+    "PZERO": ((1, 6), (1, 9)),
+    "NZERO": ((1, 6), (1, 9)),
 }
-for _name in ("PINF", "NINF", "NAN", "NaN", "alltrue", "sometrue", "product", "round_",
-              "msort", "compat", "trapz", "in1d", "mirr", "npv", "pmt", "ppmt", "pv", "rate"):
+for _name in (
+    "PINF",
+    "NINF",
+    "NAN",
+    "NaN",
+    "alltrue",
+    "sometrue",
+    "product",
+    "round_",
+    "msort",
+    "compat",
+    "trapz",
+    "in1d",
+    "mirr",
+    "npv",
+    "pmt",
+    "ppmt",
+    "pv",
+    "rate",
+):
     USED_BY[_name] = ((1, 7), (1, 9))
 
 
@@ -78,16 +105,25 @@ def test_restored_names_are_exactly_those_mxnet_uses():
 
 def test_restored_values_are_numpys_documented_replacements():
     expected = {
-        "bool": bool, "int": int, "float": float,
-        "alltrue": np.all, "sometrue": np.any, "product": np.prod,
+        "bool": bool,
+        "int": int,
+        "float": float,
+        "alltrue": np.all,
+        "sometrue": np.any,
+        "product": np.prod,
         "round_": np.round,
     }
     for name in numpy_compat.added():
         value = getattr(np, name)
         if name in expected:
             assert value is expected[name], name
-    for name, want in (("Inf", math.inf), ("PINF", math.inf), ("NINF", -math.inf),
-                       ("PZERO", 0.0), ("NZERO", -0.0)):
+    for name, want in (
+        ("Inf", math.inf),
+        ("PINF", math.inf),
+        ("NINF", -math.inf),
+        ("PZERO", 0.0),
+        ("NZERO", -0.0),
+    ):
         if name in numpy_compat.added():
             got = getattr(np, name)
             assert type(got) is float and got == want
@@ -111,9 +147,9 @@ def test_financial_functions_raise_naming_numpy_financial_when_called():
     for name in ("mirr", "npv", "pmt", "ppmt", "pv", "rate"):
         fn = getattr(np, name, None)
         if fn is None:
-            continue   # NumPy < 1.20 still has the real functions
+            continue  # NumPy < 1.20 still has the real functions
         if name not in numpy_compat.added():
-            continue   # NumPy's own 1.20-1.26 stub
+            continue  # NumPy's own 1.20-1.26 stub
         with pytest.raises(RuntimeError) as info:
             fn(0.1, [1, 2])
         message = str(info.value)
@@ -123,15 +159,17 @@ def test_financial_functions_raise_naming_numpy_financial_when_called():
 
 # --- processes that never import mxnet ---------------------------------------------------------
 
+
 def _without_mxnet(tmpdir):
     """A folder holding only mxcompat, wrapt and NumPy (links to this env's copies): with
     ``python -S`` and it as PYTHONPATH, MXNet is not installed."""
     import wrapt
+
     for module in (mxcompat, wrapt, np):
         package = os.path.dirname(os.path.abspath(module.__file__))
         name = os.path.basename(package)
         os.symlink(package, str(tmpdir.join(name)))
-        libs = package + ".libs"          # NumPy wheels' bundled shared libraries
+        libs = package + ".libs"  # NumPy wheels' bundled shared libraries
         if os.path.isdir(libs):
             os.symlink(libs, str(tmpdir.join(name + ".libs")))
     return str(tmpdir)
@@ -165,9 +203,14 @@ def test_nothing_changes_where_mxnet_is_not_installed(tmpdir):
         assert sys.meta_path == finders, (sys.meta_path, finders)
         print("ok")
     """)
-    proc = subprocess.run([sys.executable, "-S", "-c", code], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True,
-                          env=subprocess_env({"PYTHONPATH": _without_mxnet(tmpdir)}), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=subprocess_env({"PYTHONPATH": _without_mxnet(tmpdir)}),
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout.splitlines()
     assert out[:2] == ["probe None", "import ModuleNotFoundError mxnet"]
@@ -225,9 +268,9 @@ def test_existing_names_are_never_replaced(python):
 
 
 def test_disable_env_restores_nothing(python):
-    for env in ({"MXCOMPAT_DISABLE": "1"},
-                {"MXCOMPAT_DISABLE_PATCHES": "numpy_names,distutils"}):
-        proc = python("""
+    for env in ({"MXCOMPAT_DISABLE": "1"}, {"MXCOMPAT_DISABLE_PATCHES": "numpy_names,distutils"}):
+        proc = python(
+            """
             import sys
             import mxcompat
             from mxcompat.patches import numpy_names as numpy_compat
@@ -240,7 +283,9 @@ def test_disable_env_restores_nothing(python):
             print(imported, numpy_compat.added(), "numpy_names" in mxcompat.patched())
             assert numpy_compat.added() == ()
             assert not any(getattr(f, "_mxcompat_distutils", False) for f in sys.meta_path)
-        """, env=env)
+        """,
+            env=env,
+        )
         assert proc.stdout.split()[-1] == "False", proc.stdout
 
 
@@ -257,13 +302,15 @@ def test_unpatch_takes_the_names_back_and_patch_restores_them(unpatched):
 
 # --- mxnet imported before mxcompat ------------------------------------------------------------
 
+
 def _last_error(stderr):
     lines = [l.strip() for l in stderr.splitlines() if "Error" in l]
     return lines[-1] if lines else stderr.strip()[-200:]
 
 
 def test_warns_once_when_mxnet_was_imported_first(python):
-    proc = python("""
+    proc = python(
+        """
         import warnings
         warnings.simplefilter("always")
         import numpy
@@ -279,10 +326,13 @@ def test_warns_once_when_mxnet_was_imported_first(python):
         print(len(ours))
         print(ours[0] if ours else "")
         assert numpy.NINF == float("-inf")
-    """, check=False)
+    """,
+        check=False,
+    )
     if proc.returncode != 0 and not proc.stdout.strip():
-        pytest.skip("plain `import mxnet` fails here (needs mxcompat first): %s"
-                    % _last_error(proc.stderr))
+        pytest.skip(
+            "plain `import mxnet` fails here (needs mxcompat first): %s" % _last_error(proc.stderr)
+        )
     count, message = proc.stdout.split("\n", 1)
     assert count == "1", proc.stdout
     assert "imported before mxcompat" in message
@@ -290,7 +340,8 @@ def test_warns_once_when_mxnet_was_imported_first(python):
 
 
 def test_no_warning_when_mxnet_imported_first_and_nothing_was_missing(python):
-    proc = python("""
+    proc = python(
+        """
         import warnings
         import mxnet
         with warnings.catch_warnings(record=True) as caught:
@@ -301,10 +352,13 @@ def test_no_warning_when_mxnet_imported_first_and_nothing_was_missing(python):
         lacked = numpy_compat.added()
         ours = [w for w in caught if w.category is mxcompat.MXCompatWarning]
         print(len(ours), bool(lacked))
-    """, check=False)
+    """,
+        check=False,
+    )
     if proc.returncode != 0:
-        pytest.skip("plain `import mxnet` fails here (needs mxcompat first): %s"
-                    % _last_error(proc.stderr))
+        pytest.skip(
+            "plain `import mxnet` fails here (needs mxcompat first): %s" % _last_error(proc.stderr)
+        )
     count, lacked = proc.stdout.split()
     # Only runtime names can be missing when a plain import succeeded; then one warning.
     assert count == ("1" if lacked == "True" else "0"), proc.stdout
@@ -341,9 +395,11 @@ def test_warns_once_after_a_failed_import(python):
 
 # --- distutils -----------------------------------------------------------------------------
 
+
 @pytest.mark.mxnet(">=1.6", reason="MXNet imports distutils from 1.6")
 def test_distutils_version_for_mxnet():
     from distutils.version import LooseVersion, StrictVersion
+
     assert (LooseVersion(np.__version__) >= LooseVersion("1.17")) == (NUMPY_VERSION >= (1, 17))
     assert StrictVersion("1.6.0") <= StrictVersion("1.26.4")
     assert ("distutils" in mxcompat.patched()) == (sys.version_info >= (3, 12))
@@ -352,12 +408,14 @@ def test_distutils_version_for_mxnet():
         # Ours only when neither the stdlib nor setuptools' hack provides distutils.
         import distutils
         import importlib.util
+
         origin = getattr(distutils.__spec__, "origin", "")
         assert distutils_compat.served() == (origin == "mxcompat")
         if importlib.util.find_spec("setuptools") is None:
             assert distutils_compat.served()
         if distutils_compat.served():
             import looseversion
+
             assert LooseVersion is looseversion.LooseVersion
             assert StrictVersion is distutils_compat.StrictVersion
 
@@ -365,14 +423,45 @@ def test_distutils_version_for_mxnet():
 # What MXNet hands distutils.version: NumPy's version strings and its own thresholds, in
 # ascending order, equal ones in one tuple.  _NOT_STRICT: strings StrictVersion refuses, a
 # NumPy release candidate and a development build among them.
-_STRICT_ORDER = [("0.4", "0.4.0"), ("1.0.4a3",), ("1.0.4b1",), ("1.0.4",), ("1.6", "1.6.0"),
-                 ("1.14.6",), ("1.23.5",), ("1.26.4",), ("2.0.0b1",), ("2.0.0", "2.0"),
-                 ("2.1.3",), ("2.4.6",), ("10.0",)]
-_NOT_STRICT = ["2.0.0rc1", "2.1.0.dev0+git20240101", "1.3.a4", "1", "1.2.3.4", "1.2b", "v1.2",
-               "1.2.3 "]
-_LOOSE_ORDER = [("1.14.6",), ("1.15",), ("1.15.0",), ("1.17",), ("1.17.0",), ("1.23.5",),
-                ("1.26.4",), ("2.0.0",), ("2.0.0rc1",), ("2.1.0.dev0+git20240101",),
-                ("2.1.3",), ("2.4.6",)]
+_STRICT_ORDER = [
+    ("0.4", "0.4.0"),
+    ("1.0.4a3",),
+    ("1.0.4b1",),
+    ("1.0.4",),
+    ("1.6", "1.6.0"),
+    ("1.14.6",),
+    ("1.23.5",),
+    ("1.26.4",),
+    ("2.0.0b1",),
+    ("2.0.0", "2.0"),
+    ("2.1.3",),
+    ("2.4.6",),
+    ("10.0",),
+]
+_NOT_STRICT = [
+    "2.0.0rc1",
+    "2.1.0.dev0+git20240101",
+    "1.3.a4",
+    "1",
+    "1.2.3.4",
+    "1.2b",
+    "v1.2",
+    "1.2.3 ",
+]
+_LOOSE_ORDER = [
+    ("1.14.6",),
+    ("1.15",),
+    ("1.15.0",),
+    ("1.17",),
+    ("1.17.0",),
+    ("1.23.5",),
+    ("1.26.4",),
+    ("2.0.0",),
+    ("2.0.0rc1",),
+    ("2.1.0.dev0+git20240101",),
+    ("2.1.3",),
+    ("2.4.6",),
+]
 
 
 def _stdlib_distutils_version():
@@ -384,7 +473,7 @@ def _stdlib_distutils_version():
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
             from distutils import version
-        except ImportError:   # a distribution's Python without its distutils package
+        except ImportError:  # a distribution's Python without its distutils package
             return None
     return version
 
@@ -396,22 +485,35 @@ def _comparisons(cls, order):
     for a in [v for group in order for v in group]:
         for b in [v for group in order for v in group]:
             results[a, b] = tuple(getattr(cls(a), op)(cls(b)) for op in ops) + tuple(
-                getattr(cls(a), op)(b) for op in ops)
+                getattr(cls(a), op)(b) for op in ops
+            )
     return results
 
 
 def _expected(order):
     rank = {v: i for i, group in enumerate(order) for v in group}
-    return {(a, b): (rank[a] < rank[b], rank[a] <= rank[b], rank[a] == rank[b],
-                     rank[a] >= rank[b], rank[a] > rank[b]) * 2
-            for a in rank for b in rank}
+    return {
+        (a, b): (
+            rank[a] < rank[b],
+            rank[a] <= rank[b],
+            rank[a] == rank[b],
+            rank[a] >= rank[b],
+            rank[a] > rank[b],
+        )
+        * 2
+        for a in rank
+        for b in rank
+    }
 
 
 def test_served_strict_version_is_distutils():
     ours = distutils_compat.StrictVersion
     assert _comparisons(ours, _STRICT_ORDER) == _expected(_STRICT_ORDER)
-    shown = {v: (str(ours(v)), repr(ours(v)), ours(v).version, ours(v).prerelease)
-             for group in _STRICT_ORDER for v in group}
+    shown = {
+        v: (str(ours(v)), repr(ours(v)), ours(v).version, ours(v).prerelease)
+        for group in _STRICT_ORDER
+        for v in group
+    }
     assert shown["1.6.0"] == ("1.6", "StrictVersion ('1.6')", (1, 6, 0), None)
     assert shown["1.0.4a3"] == ("1.0.4a3", "StrictVersion ('1.0.4a3')", (1, 0, 4), ("a", 3))
     assert shown["2.0.0b1"] == ("2.0b1", "StrictVersion ('2.0b1')", (2, 0, 0), ("b", 1))
@@ -426,9 +528,8 @@ def test_served_strict_version_is_distutils():
     assert ours("1.2") != 1.2 and ours("1.2").__lt__(1.2) is NotImplemented
     stdlib = _stdlib_distutils_version()
     if stdlib is None:
-        return   # Python 3.12+: no reference left to compare with, the expectations above hold
-    assert _comparisons(stdlib.StrictVersion, _STRICT_ORDER) == _comparisons(
-        ours, _STRICT_ORDER)
+        return  # Python 3.12+: no reference left to compare with, the expectations above hold
+    assert _comparisons(stdlib.StrictVersion, _STRICT_ORDER) == _comparisons(ours, _STRICT_ORDER)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         for v in shown:
@@ -442,22 +543,26 @@ def test_served_strict_version_is_distutils():
 
 def test_served_loose_version_is_distutils():
     from looseversion import LooseVersion
+
     assert _comparisons(LooseVersion, _LOOSE_ORDER) == _expected(_LOOSE_ORDER)
     assert LooseVersion("1.26.4").version == [1, 26, 4]
     assert LooseVersion("2.0.0rc1").version == [2, 0, 0, "rc", 1]
     assert repr(LooseVersion("3.10a")) == "LooseVersion ('3.10a')"
-    with pytest.raises(TypeError):   # int against str, as in distutils on Python 3
+    with pytest.raises(TypeError):  # int against str, as in distutils on Python 3
         LooseVersion("1.5.2") < LooseVersion("1.5b2")
     stdlib = _stdlib_distutils_version()
     if stdlib is None:
-        return   # Python 3.12+: no reference left to compare with, the expectations above hold
+        return  # Python 3.12+: no reference left to compare with, the expectations above hold
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         assert _comparisons(stdlib.LooseVersion, _LOOSE_ORDER) == _comparisons(
-            LooseVersion, _LOOSE_ORDER)
+            LooseVersion, _LOOSE_ORDER
+        )
         for v in ("1.26.4", "2.0.0rc1", "3.10a"):
             assert (stdlib.LooseVersion(v).version, repr(stdlib.LooseVersion(v))) == (
-                LooseVersion(v).version, repr(LooseVersion(v)))
+                LooseVersion(v).version,
+                repr(LooseVersion(v)),
+            )
         with pytest.raises(TypeError):
             stdlib.LooseVersion("1.5.2") < stdlib.LooseVersion("1.5b2")
 
@@ -481,6 +586,7 @@ def test_distutils_not_served_without_mxnet_import(python):
 
 # --- NEP 51: parameter strings ------------------------------------------------------------------
 
+
 def test_legacy_str_writes_containers_as_numpy_1():
     value = [np.int64(1), (np.float32(0.5),), np.str_("a"), np.True_, 2, "b"]
     assert numpy2.legacy_str(value) == "[1, (0.5,), 'a', True, 2, 'b']"
@@ -493,14 +599,23 @@ def _param_cases():
     i1, i3 = np.int64(1), np.int64(3)
     x = mx.nd.array(np.arange(12, dtype=np.float32).reshape(3, 4))
     return [
-        ("reshape", lambda: mx.nd.reshape(x, shape=(np.int64(4), np.int64(3))),
-         np.arange(12).reshape(4, 3)),
+        (
+            "reshape",
+            lambda: mx.nd.reshape(x, shape=(np.int64(4), np.int64(3))),
+            np.arange(12).reshape(4, 3),
+        ),
         ("ones", lambda: mx.nd.ones((np.int64(2), 3)), np.ones((2, 3))),
-        ("transpose", lambda: mx.nd.transpose(x, axes=(i1, np.int64(0))),
-         np.arange(12).reshape(3, 4).T),
+        (
+            "transpose",
+            lambda: mx.nd.transpose(x, axes=(i1, np.int64(0))),
+            np.arange(12).reshape(3, 4).T,
+        ),
         ("sum", lambda: mx.nd.sum(x, axis=(np.int64(0),)), np.arange(12).reshape(3, 4).sum(0)),
-        ("slice", lambda: mx.nd.slice(x, begin=(i1, 0), end=(i3, np.int64(2))),
-         np.arange(12).reshape(3, 4)[1:3, 0:2]),
+        (
+            "slice",
+            lambda: mx.nd.slice(x, begin=(i1, 0), end=(i3, np.int64(2))),
+            np.arange(12).reshape(3, 4)[1:3, 0:2],
+        ),
     ]
 
 
@@ -534,6 +649,7 @@ def test_symbol_operator_parameters_with_numpy_ints():
 
 def test_hybridized_net_with_numpy_shapes():
     from mxnet import gluon
+
     net = gluon.nn.HybridSequential()
     net.add(gluon.nn.Dense(np.int64(3), in_units=np.int64(4)))
     net.initialize(mx.init.One())
@@ -547,13 +663,13 @@ def test_io_iterator_with_numpy_shape(tmp_path):
     np.savetxt(path, np.arange(12, dtype=np.float32).reshape(4, 3), delimiter=",")
     it = mx.io.CSVIter(data_csv=path, data_shape=(np.int64(3),), batch_size=np.int64(2))
     batch = next(iter(it))
-    assert np.array_equal(batch.data[0].asnumpy(),
-                          np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert np.array_equal(batch.data[0].asnumpy(), np.arange(6, dtype=np.float32).reshape(2, 3))
 
 
 @pytest.mark.mxnet(">=1.6", reason="mx.np and npx.set_np appear in 1.6")
 def test_split_data_on_numpy_batch_in_np_mode():
     from mxnet import gluon
+
     mx.npx.set_np()
     try:
         data = mx.np.array(np.arange(14, dtype=np.float32).reshape(7, 2))
@@ -566,6 +682,7 @@ def test_split_data_on_numpy_batch_in_np_mode():
 
 
 # --- NEP 50: metric sums ------------------------------------------------------------------------
+
 
 def _accumulate_mse(m):
     """Five updates of the metric ``m``; what NumPy 1 sums them to."""
@@ -591,8 +708,9 @@ def test_metric_sum_types_are_numpy_1s():
     # F1 sums NumPy float64 scores: np.float64 under NumPy 1.23.5 (every release), and so
     # with mxcompat on NumPy 2.  Exact types: np.float64 would also pass an isinstance(float).
     m = mx.metric.F1()
-    m.update([mx.nd.array([0, 1, 1, 0])], [mx.nd.array([[0.9, 0.1], [0.2, 0.8],
-                                                         [0.6, 0.4], [0.7, 0.3]])])
+    m.update(
+        [mx.nd.array([0, 1, 1, 0])], [mx.nd.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]])]
+    )
     assert type(m.sum_metric) is np.float64
     assert type(m.get()[1]) is np.float64
 
@@ -600,6 +718,7 @@ def test_metric_sum_types_are_numpy_1s():
 @pytest.mark.mxnet("<1.4", reason="1.4+ compute the clipping scale with NDArrays")
 def test_clip_global_norm_scale_as_numpy_1():
     from mxnet import gluon
+
     # A norm whose float32 (NEP 50) and float64 (NumPy 1) scales give different multipliers.
     for i in range(2000):
         value = np.float32(2.5 + i * 0.0007)
@@ -617,8 +736,9 @@ def test_clip_global_norm_scale_as_numpy_1():
 
 
 needs_no_tostring = pytest.mark.skipif(
-    hasattr(np.ndarray, "tostring"), reason="NumPy %s still has ndarray.tostring (removed in "
-                                            "2.3)" % np.__version__)
+    hasattr(np.ndarray, "tostring"),
+    reason="NumPy %s still has ndarray.tostring (removed in 2.3)" % np.__version__,
+)
 
 
 @needs_no_tostring
@@ -632,11 +752,13 @@ def test_recordio_pack_fails_without_mxcompat(unpatched):
 def test_recordio_pack_array_label_in_threads():
     # The label's bytes come first, flag counts them, label is 0: unpack reads them back.
     import threading
+
     results = {}
 
     def pack(i):
         header = mx.recordio.IRHeader(0, np.arange(i + 1, dtype=np.float64) + 0.5, i, 0)
         results[i] = mx.recordio.unpack(mx.recordio.pack(header, b"payload%d" % i))
+
     threads = [threading.Thread(target=pack, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
@@ -647,14 +769,16 @@ def test_recordio_pack_array_label_in_threads():
         assert (header.flag, header.id, payload) == (i + 1, i, b"payload%d" % i)
         assert header.label.dtype == np.float32
         assert header.label.tolist() == [k + 0.5 for k in range(i + 1)]
-    assert mx.recordio.np is np     # MXNet's module is never changed
+    assert mx.recordio.np is np  # MXNet's module is never changed
 
 
 def test_recordio_pack_img_round_trip():
     cv2 = getattr(mx.recordio, "cv2", None)
     if cv2 is None:
-        pytest.skip("mx.recordio.pack_img needs OpenCV, which this env lacks (the numpy24 "
-                    "envs install opencv-python-headless)")
+        pytest.skip(
+            "mx.recordio.pack_img needs OpenCV, which this env lacks (the numpy24 "
+            "envs install opencv-python-headless)"
+        )
     img = (np.arange(4 * 5 * 3) * 7 % 256).astype(np.uint8).reshape(4, 5, 3)
     header = mx.recordio.IRHeader(0, [1.5, 2.0], 7, 0)
     packed = mx.recordio.pack_img(header, img, quality=3, img_fmt=".png")
@@ -671,11 +795,14 @@ def test_recordio_pack_img_round_trip():
 def test_recordio_pack_img_fails_without_mxcompat(unpatched):
     cv2 = getattr(mx.recordio, "cv2", None)
     if cv2 is None:
-        pytest.skip("mx.recordio.pack_img needs OpenCV, which this env lacks (the numpy24 "
-                    "envs install opencv-python-headless)")
+        pytest.skip(
+            "mx.recordio.pack_img needs OpenCV, which this env lacks (the numpy24 "
+            "envs install opencv-python-headless)"
+        )
     with pytest.raises(AttributeError) as info:
-        mx.recordio.pack_img(mx.recordio.IRHeader(0, 1.0, 7, 0),
-                             np.zeros((2, 2, 3), dtype=np.uint8), img_fmt=".png")
+        mx.recordio.pack_img(
+            mx.recordio.IRHeader(0, 1.0, 7, 0), np.zeros((2, 2, 3), dtype=np.uint8), img_fmt=".png"
+        )
     assert "tostring" in str(info.value)
 
 
@@ -683,22 +810,25 @@ def test_metric_copies_sum_as_numpy_1():
     # A deepcopy of a fresh metric (MXNet 1.9.1's test_metric does this) sums as the original:
     # through float64, as NumPy 1 did, on every NumPy.
     import copy
+
     for make in (copy.copy, copy.deepcopy):
         m = make(mx.metric.MSE())
         want = _accumulate_mse(m)
         assert type(m.sum_metric) is np.float64
-        if hasattr(m, "global_sum_metric"):   # MXNet 1.6+
+        if hasattr(m, "global_sum_metric"):  # MXNet 1.6+
             assert type(m.global_sum_metric) is np.float64
         assert m.get()[1] == want / 5
 
 
 def test_metric_seed_pickles_as_float():
     import pickle
+
     m = mx.metric.MSE()
     assert type(pickle.loads(pickle.dumps(m.sum_metric))) is float
 
 
 # --- numbers: the same as the reference environment ------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def reference():
@@ -711,8 +841,7 @@ def reference():
 
 
 def _same(a, b):
-    return (a.dtype == b.dtype and a.shape == b.shape and
-            a.tobytes() == b.tobytes())
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 def test_results_match_the_reference_environment(reference):
@@ -724,13 +853,25 @@ def test_results_match_the_reference_environment(reference):
         got = numpy_reference.compute()
     missing = sorted(set(want) - set(got))
     extra = sorted(set(got) - set(want))
-    different = ["%s: %r != reference %r" % (k, got[k], want[k])
-                 for k in want if k in got and not _same(got[k], want[k])]
+    different = [
+        "%s: %r != reference %r" % (k, got[k], want[k])
+        for k in want
+        if k in got and not _same(got[k], want[k])
+    ]
     assert not (missing or extra or different), (
-        "NumPy %s / Python %s with mxcompat vs %s (%s):\n%s" % (
-            np.__version__, sys.version.split()[0], where, env,
-            "\n".join(["missing: %s" % k for k in missing[:20]] +
-                      ["extra: %s" % k for k in extra[:20]] + different[:40])))
+        "NumPy %s / Python %s with mxcompat vs %s (%s):\n%s"
+        % (
+            np.__version__,
+            sys.version.split()[0],
+            where,
+            env,
+            "\n".join(
+                ["missing: %s" % k for k in missing[:20]]
+                + ["extra: %s" % k for k in extra[:20]]
+                + different[:40]
+            ),
+        )
+    )
 
 
 # --- NumPy 2.4: no Python scalar from a 1-element array (while_loop's max_iterations) --------
@@ -738,14 +879,18 @@ def test_results_match_the_reference_environment(reference):
 needs_numpy24 = pytest.mark.skipif(
     NUMPY_VERSION < _compat.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY,
     reason="int() of a 1-element array with ndim > 0 works up to NumPy 2.3 (this is NumPy %s)"
-           % np.__version__)
+    % np.__version__,
+)
 
 
 def _count_loop(front, limit):
     # Counts i from 0 while i < 100: the limit alone ends the loop, so every output row is set.
     outs, states = front.contrib.while_loop(
-        lambda i: i < 100, lambda i: ([i * 2], [i + 1]),
-        [mx.nd.array([0]) if front is mx.nd else mx.sym.var("i")], max_iterations=limit)
+        lambda i: i < 100,
+        lambda i: ([i * 2], [i + 1]),
+        [mx.nd.array([0]) if front is mx.nd else mx.sym.var("i")],
+        max_iterations=limit,
+    )
     if front is mx.sym:
         exe = mx.sym.Group(list(outs) + list(states)).bind(mx.cpu(), {"i": mx.nd.array([0])})
         outs, states = exe.forward()[:1], exe.forward()[1:]
@@ -757,7 +902,7 @@ def test_while_loop_max_iterations_as_numpy_array(front):
     front = getattr(mx, front)
     assert _count_loop(front, np.array([3])) == ([0.0, 2.0, 4.0], [3.0])
     assert _count_loop(front, np.array([[2]], dtype=np.int32)) == ([0.0, 2.0], [2.0])
-    assert _count_loop(front, np.array([3.7])) == ([0.0, 2.0, 4.0], [3.0])   # int() truncates
+    assert _count_loop(front, np.array([3.7])) == ([0.0, 2.0, 4.0], [3.0])  # int() truncates
     assert _count_loop(front, 4) == ([0.0, 2.0, 4.0, 6.0], [4.0])
 
 
@@ -785,181 +930,249 @@ CALLER = "the caller's value, documented as a Python number or bool (not MXNet's
 
 # (file, function, call) -> verdict; the comment names the releases (1.3.1 … 1.9.1) with it.
 SCALAR_CONVERSIONS = {
-    ('mxnet/contrib/quantization.py', '_get_optimal_threshold',
-     "'get_optimal_threshold only supports input type of NDArray, list of NDArrays and np.ndarray, while received type=%s' % str(type(arr))"): MESSAGE,  # 1.3-1.5
-    ('mxnet/contrib/quantization.py', '_get_optimal_threshold',
-     'float(quantized_bins[j])'): SCALAR,  # 1.3-1.5
-    ('mxnet/contrib/quantization.py', 'collect',
-     "'Collecting layer %s histogram of shape %s' % (name, arr.shape)"): MESSAGE,  # 1.6-1.9
-    ('mxnet/contrib/quantization.py', 'collect',
-     "'Collecting layer %s min_range=%f, max_range=%f' % (name, min_range, max_range)"): MESSAGE,  # 1.5-1.9
-    ('mxnet/contrib/quantization.py', 'collect',
-     "'Collecting layer %s output min_range=%f, max_range=%f' % (name, min_range, max_range)"): MESSAGE,  # 1.3-1.4
-    ('mxnet/contrib/tensorrt.py', 'set_use_fp16',
-     'int(status)'): CALLER,  # 1.5-1.7
-    ('mxnet/contrib/tensorrt.py', 'set_use_tensorrt',
-     'int(status)'): CALLER,  # 1.3-1.4
-    ('mxnet/executor.py', 'forward',
-     'int(is_train)'): CALLER,  # 1.3-1.9
-    ('mxnet/executor.py', 'reshape',
-     'int(allow_up_sizing)'): CALLER,  # 1.3-1.9
-    ('mxnet/executor.py', 'reshape',
-     'int(partial_shaping)'): CALLER,  # 1.3-1.9
-    ('mxnet/gluon/contrib/nn/basic_layers.py', '__init__',
-     'int(factor)'): CALLER,  # 1.5-1.9
-    ('mxnet/gluon/data/dataloader.py', '__init__',
-     'int(prefetch)'): CALLER,  # 1.4-1.9
-    ('mxnet/gluon/data/dataset.py', '__init__',
-     "'All arrays must have the same length; array[0] has length %d while array[%d] has %d.' % (self._length, i + 1, len(data))"): MESSAGE,  # 1.3-1.9
-    ('mxnet/image/detection.py', '_check_satisfy_constraints',
-     'float(xmax)'): SCALAR,  # 1.3-1.9
-    ('mxnet/image/detection.py', '_check_satisfy_constraints',
-     'float(xmin)'): SCALAR,  # 1.3-1.9
-    ('mxnet/image/detection.py', '_check_satisfy_constraints',
-     'float(ymax)'): SCALAR,  # 1.3-1.9
-    ('mxnet/image/detection.py', '_check_satisfy_constraints',
-     'float(ymin)'): SCALAR,  # 1.3-1.9
-    ('mxnet/image/image.py', 'random_size_crop',
-     'int(round(np.sqrt(target_area * new_ratio)))'): SCALAR,  # 1.3-1.9
-    ('mxnet/image/image.py', 'random_size_crop',
-     'int(round(np.sqrt(target_area / new_ratio)))'): SCALAR,  # 1.3-1.9
-    ('mxnet/image/image.py', 'random_size_crop',
-     'round(np.sqrt(target_area * new_ratio))'): SCALAR,  # 1.3-1.9
-    ('mxnet/image/image.py', 'random_size_crop',
-     'round(np.sqrt(target_area / new_ratio))'): SCALAR,  # 1.3-1.9
-    ('mxnet/initializer.py', '__init__',
-     'float(magnitude)'): CALLER,  # 1.3-1.9
-    ('mxnet/initializer.py', '_init_bilinear',
-     'range(np.prod(shape))'): SHAPE,  # 1.3-1.9
-    ('mxnet/initializer.py', '_init_weight',
-     'range(np.prod(shape))'): SHAPE,  # 1.3-1.9
-    ('mxnet/lr_scheduler.py', '__call__',
-     'float(num_update)'): SCALAR,  # 1.3
-    ('mxnet/lr_scheduler.py', 'get_warmup_lr',
-     'float(num_update)'): SCALAR,  # 1.4-1.9
-    ('mxnet/ndarray/contrib.py', '_to_python_scalar',
-     'type_(inputs)'): FIXED,  # 1.3-1.9
-    ('mxnet/ndarray/ndarray.py', '__iadd__',
-     'float(other)'): GUARDED,  # 1.3-1.9
-    ('mxnet/ndarray/ndarray.py', '__idiv__',
-     'float(other)'): GUARDED,  # 1.3-1.9
-    ('mxnet/ndarray/ndarray.py', '__imod__',
-     'float(other)'): GUARDED,  # 1.3-1.9
-    ('mxnet/ndarray/ndarray.py', '__imul__',
-     'float(other)'): GUARDED,  # 1.3-1.9
-    ('mxnet/ndarray/ndarray.py', '__isub__',
-     'float(other)'): GUARDED,  # 1.3-1.9
-    ('mxnet/ndarray/ndarray.py', '__repr__',
-     "'\\n%s\\n<%s %s @%s>' % (str(self.asnumpy()), self.__class__.__name__, shape_info, self.context)"): MESSAGE,  # 1.3-1.6
-    ('mxnet/ndarray/ndarray.py', '__repr__',
-     "'\\n%s\\n<%s %s @%s>' % (str(self.asnumpy()), self.__class__.__name__, shape_info, self.ctx)"): MESSAGE,  # 1.7-1.9
-    ('mxnet/ndarray/ndarray.py', '_new_alloc_handle',
-     'int(_DTYPE_NP_TO_MX[dtype_type])'): SCALAR,  # 1.7-1.9
-    ('mxnet/ndarray/ndarray.py', '_new_alloc_handle',
-     'int(_DTYPE_NP_TO_MX[np.dtype(dtype).type])'): SCALAR,  # 1.3-1.9
-    ('mxnet/ndarray/ndarray.py', '_new_alloc_handle',
-     'int(delay_alloc)'): SCALAR,  # 1.3-1.9
-    ('mxnet/ndarray/ndarray.py', '_new_from_shared_mem',
-     'int(_DTYPE_NP_TO_MX[np.dtype(dtype).type])'): SCALAR,  # 1.3-1.9
-    ('mxnet/ndarray/ndarray.py', '_set_nd_basic_indexing',
-     'float(value)'): GUARDED,  # 1.3-1.9
-    ('mxnet/ndarray/ndarray.py', '_set_nd_basic_indexing',
-     'int(value)'): GUARDED,  # 1.7-1.9
-    ('mxnet/ndarray/ndarray.py', '_sync_copyfrom',
-     "'Shape inconsistent: expected %s vs got %s' % (str(self.shape), str(source_array.shape))"): MESSAGE,  # 1.3
-    ('mxnet/ndarray/ndarray.py', '_sync_copyfrom',
-     "'Shape inconsistent: expected %s vs got %s' % (str(source_array.shape), str(self.shape))"): MESSAGE,  # 1.4-1.9
-    ('mxnet/ndarray/ndarray.py', '_ufunc_helper',
-     'float(lhs)'): GUARDED,  # 1.3-1.9
-    ('mxnet/ndarray/ndarray.py', '_ufunc_helper',
-     'float(rhs)'): GUARDED,  # 1.3-1.9
-    ('mxnet/ndarray/ndarray.py', 'indexing_key_expand_implicit_axes',
-     'int(idx.item())'): SCALAR,  # 1.7-1.9
-    ('mxnet/ndarray/ndarray.py', 'moveaxis',
-     "'Got %d' % destination"): MESSAGE,  # 1.5-1.9
-    ('mxnet/ndarray/ndarray.py', 'moveaxis',
-     "'Source should verify 0 <= source < tensor.ndimGot %d' % source"): MESSAGE,  # 1.5-1.9
-    ('mxnet/ndarray/sparse.py', '__setitem__',
-     'float(value)'): GUARDED,  # 1.3-1.9
-    ('mxnet/ndarray/sparse.py', '_new_alloc_handle',
-     'int(_DTYPE_NP_TO_MX[np.dtype(aux_t).type])'): SCALAR,  # 1.3-1.9
-    ('mxnet/ndarray/sparse.py', '_new_alloc_handle',
-     'int(_DTYPE_NP_TO_MX[np.dtype(dtype).type])'): SCALAR,  # 1.3-1.9
-    ('mxnet/ndarray/sparse.py', '_new_alloc_handle',
-     'int(delay_alloc)'): SCALAR,  # 1.3-1.9
-    ('mxnet/optimizer.py', '_get_lbmult',
-     'float(nup)'): SCALAR,  # 1.3
-    ('mxnet/optimizer/optimizer.py', '_get_lbmult',
-     'float(nup)'): SCALAR,  # 1.4-1.9
-    ('mxnet/profiler.py', 'decrement',
-     'int(delta)'): CALLER,  # 1.3-1.9
-    ('mxnet/profiler.py', 'increment',
-     'int(delta)'): CALLER,  # 1.3-1.9
-    ('mxnet/profiler.py', 'set_value',
-     'int(value)'): CALLER,  # 1.3-1.9
-    ('mxnet/random.py', 'seed',
-     'int(seed_state)'): CALLER,  # 1.5-1.9
-    ('mxnet/rnn/io.py', '__init__',
-     'range(len(buckets))'): SHAPE,  # 1.3-1.9
-    ('mxnet/space.py', '__len__',
-     'int(_np.prod([len(x) for x in self.space_map.values()]))'): SHAPE,  # 1.6-1.9
-    ('mxnet/symbol/contrib.py', '_to_python_scalar',
-     'type_(inputs)'): FIXED,  # 1.3-1.9
-    ('mxnet/symbol/symbol.py', 'full',
-     'float(val)'): CALLER,  # 1.3-1.9
-    ('mxnet/symbol/symbol.py', 'simple_bind',
-     "'%s: %s\\n' % (k, v)"): MESSAGE,  # 1.3-1.9
-    ('mxnet/test_utils.py', '_parse_aux_states',
-     "'Symbol aux_states names and given aux_states do not match.symbol aux_names:%s, aux_states.keys:%s' % (str(set(sym.list_auxiliary_states())), str(set(aux_states.keys())))"): MESSAGE,  # 1.5-1.9
-    ('mxnet/test_utils.py', '_parse_location',
-     "'Symbol arguments and keys of the given location do not match.symbol args:%s, location.keys():%s' % (str(set(sym.list_arguments())), str(set(location.keys())))"): MESSAGE,  # 1.3-1.9
-    ('mxnet/test_utils.py', 'assert_almost_equal',
-     "'%3d: Error %f  %s' % (i, rel, locationError(a, b, index, names))"): MESSAGE,  # 1.6-1.9
-    ('mxnet/test_utils.py', 'assert_almost_equal',
-     "'Error %f exceeds tolerance rtol=%e, atol=%e (mismatch %s%f%%).\\n%s' % (relErr, rtol, atol, mismatchDegree, 100 * i / a.size, locationError(a, b, indexErr, names, maxError=True))"): MESSAGE,  # 1.6-1.9
-    ('mxnet/test_utils.py', 'assert_almost_equal',
-     "'Location of %serror: %s, %s=%.8f, %s=%.8f' % (maximum, str(index), names[0], a[index], names[1], b[index])"): MESSAGE,  # 1.6
-    ('mxnet/test_utils.py', 'assert_almost_equal_with_err',
-     "'%3d: Error %f  %s' % (i, rel, locationError(a, b, index, names))"): MESSAGE,  # 1.7-1.9
-    ('mxnet/test_utils.py', 'assert_almost_equal_with_err',
-     "'Error %f exceeds tolerance rtol=%e, atol=%e (mismatch %s%f%%).\\n%s' % (relErr, rtol, atol, mismatchDegree, 100 * i / a.size, locationError(a, b, indexErr, names, maxError=True))"): MESSAGE,  # 1.7-1.9
-    ('mxnet/test_utils.py', 'assert_almost_equal_with_err',
-     "'Error %f exceeds tolerance rtol=%f, atol=%f, etol=%f. Error_rate=%f. Location of maximum error:%s, a=%f, b=%f' % (rel, rtol, atol, etol, err, str(index), a[index], b[index])"): MESSAGE,  # 1.5-1.6
-    ('mxnet/test_utils.py', 'check_consistency',
-     "'Predict Err: ctx %d vs ctx %d at %s' % (i, gt_idx, name)"): MESSAGE,  # 1.8-1.9
-    ('mxnet/test_utils.py', 'check_consistency',
-     "'Predict Err: ctx %d vs ctx %d at %s' % (i, max_idx, name)"): MESSAGE,  # 1.3-1.7
-    ('mxnet/test_utils.py', 'check_consistency',
-     "'Train Err: ctx %d vs ctx %d at %s' % (i, max_idx, name)"): MESSAGE,  # 1.3-1.7
-    ('mxnet/test_utils.py', 'check_speed',
-     '\'Expect dict, get "location"=%s\' % str(location)'): MESSAGE,  # 1.3-1.9
-    ('mxnet/test_utils.py', 'gen_buckets_probs_with_ppf',
-     'float(nbuckets)'): CALLER,  # 1.3-1.9
-    ('mxnet/test_utils.py', 'new_matrix_with_real_eigvals_nd',
-     'int(np.prod(shape[:-2]))'): SHAPE,  # 1.7-1.9
-    ('mxnet/test_utils.py', 'new_matrix_with_real_eigvals_nd',
-     'range(n)'): SHAPE,  # 1.7-1.9
-    ('mxnet/test_utils.py', 'new_sym_matrix_with_real_eigvals_nd',
-     'int(np.prod(shape[:-2]))'): SHAPE,  # 1.7-1.9
-    ('mxnet/test_utils.py', 'new_sym_matrix_with_real_eigvals_nd',
-     'range(n)'): SHAPE,  # 1.7-1.9
-    ('mxnet/test_utils.py', 'numeric_grad',
-     'int(np.prod(v.shape))'): SHAPE,  # 1.6-1.9
-    ('mxnet/test_utils.py', 'numeric_grad',
-     'range(int(np.prod(v.shape)))'): SHAPE,  # 1.6-1.9
-    ('mxnet/test_utils.py', 'numeric_grad',
-     'range(np.prod(v.shape))'): SHAPE,  # 1.3-1.5
+    (
+        "mxnet/contrib/quantization.py",
+        "_get_optimal_threshold",
+        "'get_optimal_threshold only supports input type of NDArray, list of NDArrays and np.ndarray, while received type=%s' % str(type(arr))",
+    ): MESSAGE,  # 1.3-1.5
+    (
+        "mxnet/contrib/quantization.py",
+        "_get_optimal_threshold",
+        "float(quantized_bins[j])",
+    ): SCALAR,  # 1.3-1.5
+    (
+        "mxnet/contrib/quantization.py",
+        "collect",
+        "'Collecting layer %s histogram of shape %s' % (name, arr.shape)",
+    ): MESSAGE,  # 1.6-1.9
+    (
+        "mxnet/contrib/quantization.py",
+        "collect",
+        "'Collecting layer %s min_range=%f, max_range=%f' % (name, min_range, max_range)",
+    ): MESSAGE,  # 1.5-1.9
+    (
+        "mxnet/contrib/quantization.py",
+        "collect",
+        "'Collecting layer %s output min_range=%f, max_range=%f' % (name, min_range, max_range)",
+    ): MESSAGE,  # 1.3-1.4
+    ("mxnet/contrib/tensorrt.py", "set_use_fp16", "int(status)"): CALLER,  # 1.5-1.7
+    ("mxnet/contrib/tensorrt.py", "set_use_tensorrt", "int(status)"): CALLER,  # 1.3-1.4
+    ("mxnet/executor.py", "forward", "int(is_train)"): CALLER,  # 1.3-1.9
+    ("mxnet/executor.py", "reshape", "int(allow_up_sizing)"): CALLER,  # 1.3-1.9
+    ("mxnet/executor.py", "reshape", "int(partial_shaping)"): CALLER,  # 1.3-1.9
+    ("mxnet/gluon/contrib/nn/basic_layers.py", "__init__", "int(factor)"): CALLER,  # 1.5-1.9
+    ("mxnet/gluon/data/dataloader.py", "__init__", "int(prefetch)"): CALLER,  # 1.4-1.9
+    (
+        "mxnet/gluon/data/dataset.py",
+        "__init__",
+        "'All arrays must have the same length; array[0] has length %d while array[%d] has %d.' % (self._length, i + 1, len(data))",
+    ): MESSAGE,  # 1.3-1.9
+    ("mxnet/image/detection.py", "_check_satisfy_constraints", "float(xmax)"): SCALAR,  # 1.3-1.9
+    ("mxnet/image/detection.py", "_check_satisfy_constraints", "float(xmin)"): SCALAR,  # 1.3-1.9
+    ("mxnet/image/detection.py", "_check_satisfy_constraints", "float(ymax)"): SCALAR,  # 1.3-1.9
+    ("mxnet/image/detection.py", "_check_satisfy_constraints", "float(ymin)"): SCALAR,  # 1.3-1.9
+    (
+        "mxnet/image/image.py",
+        "random_size_crop",
+        "int(round(np.sqrt(target_area * new_ratio)))",
+    ): SCALAR,  # 1.3-1.9
+    (
+        "mxnet/image/image.py",
+        "random_size_crop",
+        "int(round(np.sqrt(target_area / new_ratio)))",
+    ): SCALAR,  # 1.3-1.9
+    (
+        "mxnet/image/image.py",
+        "random_size_crop",
+        "round(np.sqrt(target_area * new_ratio))",
+    ): SCALAR,  # 1.3-1.9
+    (
+        "mxnet/image/image.py",
+        "random_size_crop",
+        "round(np.sqrt(target_area / new_ratio))",
+    ): SCALAR,  # 1.3-1.9
+    ("mxnet/initializer.py", "__init__", "float(magnitude)"): CALLER,  # 1.3-1.9
+    ("mxnet/initializer.py", "_init_bilinear", "range(np.prod(shape))"): SHAPE,  # 1.3-1.9
+    ("mxnet/initializer.py", "_init_weight", "range(np.prod(shape))"): SHAPE,  # 1.3-1.9
+    ("mxnet/lr_scheduler.py", "__call__", "float(num_update)"): SCALAR,  # 1.3
+    ("mxnet/lr_scheduler.py", "get_warmup_lr", "float(num_update)"): SCALAR,  # 1.4-1.9
+    ("mxnet/ndarray/contrib.py", "_to_python_scalar", "type_(inputs)"): FIXED,  # 1.3-1.9
+    ("mxnet/ndarray/ndarray.py", "__iadd__", "float(other)"): GUARDED,  # 1.3-1.9
+    ("mxnet/ndarray/ndarray.py", "__idiv__", "float(other)"): GUARDED,  # 1.3-1.9
+    ("mxnet/ndarray/ndarray.py", "__imod__", "float(other)"): GUARDED,  # 1.3-1.9
+    ("mxnet/ndarray/ndarray.py", "__imul__", "float(other)"): GUARDED,  # 1.3-1.9
+    ("mxnet/ndarray/ndarray.py", "__isub__", "float(other)"): GUARDED,  # 1.3-1.9
+    (
+        "mxnet/ndarray/ndarray.py",
+        "__repr__",
+        "'\\n%s\\n<%s %s @%s>' % (str(self.asnumpy()), self.__class__.__name__, shape_info, self.context)",
+    ): MESSAGE,  # 1.3-1.6
+    (
+        "mxnet/ndarray/ndarray.py",
+        "__repr__",
+        "'\\n%s\\n<%s %s @%s>' % (str(self.asnumpy()), self.__class__.__name__, shape_info, self.ctx)",
+    ): MESSAGE,  # 1.7-1.9
+    (
+        "mxnet/ndarray/ndarray.py",
+        "_new_alloc_handle",
+        "int(_DTYPE_NP_TO_MX[dtype_type])",
+    ): SCALAR,  # 1.7-1.9
+    (
+        "mxnet/ndarray/ndarray.py",
+        "_new_alloc_handle",
+        "int(_DTYPE_NP_TO_MX[np.dtype(dtype).type])",
+    ): SCALAR,  # 1.3-1.9
+    ("mxnet/ndarray/ndarray.py", "_new_alloc_handle", "int(delay_alloc)"): SCALAR,  # 1.3-1.9
+    (
+        "mxnet/ndarray/ndarray.py",
+        "_new_from_shared_mem",
+        "int(_DTYPE_NP_TO_MX[np.dtype(dtype).type])",
+    ): SCALAR,  # 1.3-1.9
+    ("mxnet/ndarray/ndarray.py", "_set_nd_basic_indexing", "float(value)"): GUARDED,  # 1.3-1.9
+    ("mxnet/ndarray/ndarray.py", "_set_nd_basic_indexing", "int(value)"): GUARDED,  # 1.7-1.9
+    (
+        "mxnet/ndarray/ndarray.py",
+        "_sync_copyfrom",
+        "'Shape inconsistent: expected %s vs got %s' % (str(self.shape), str(source_array.shape))",
+    ): MESSAGE,  # 1.3
+    (
+        "mxnet/ndarray/ndarray.py",
+        "_sync_copyfrom",
+        "'Shape inconsistent: expected %s vs got %s' % (str(source_array.shape), str(self.shape))",
+    ): MESSAGE,  # 1.4-1.9
+    ("mxnet/ndarray/ndarray.py", "_ufunc_helper", "float(lhs)"): GUARDED,  # 1.3-1.9
+    ("mxnet/ndarray/ndarray.py", "_ufunc_helper", "float(rhs)"): GUARDED,  # 1.3-1.9
+    (
+        "mxnet/ndarray/ndarray.py",
+        "indexing_key_expand_implicit_axes",
+        "int(idx.item())",
+    ): SCALAR,  # 1.7-1.9
+    ("mxnet/ndarray/ndarray.py", "moveaxis", "'Got %d' % destination"): MESSAGE,  # 1.5-1.9
+    (
+        "mxnet/ndarray/ndarray.py",
+        "moveaxis",
+        "'Source should verify 0 <= source < tensor.ndimGot %d' % source",
+    ): MESSAGE,  # 1.5-1.9
+    ("mxnet/ndarray/sparse.py", "__setitem__", "float(value)"): GUARDED,  # 1.3-1.9
+    (
+        "mxnet/ndarray/sparse.py",
+        "_new_alloc_handle",
+        "int(_DTYPE_NP_TO_MX[np.dtype(aux_t).type])",
+    ): SCALAR,  # 1.3-1.9
+    (
+        "mxnet/ndarray/sparse.py",
+        "_new_alloc_handle",
+        "int(_DTYPE_NP_TO_MX[np.dtype(dtype).type])",
+    ): SCALAR,  # 1.3-1.9
+    ("mxnet/ndarray/sparse.py", "_new_alloc_handle", "int(delay_alloc)"): SCALAR,  # 1.3-1.9
+    ("mxnet/optimizer.py", "_get_lbmult", "float(nup)"): SCALAR,  # 1.3
+    ("mxnet/optimizer/optimizer.py", "_get_lbmult", "float(nup)"): SCALAR,  # 1.4-1.9
+    ("mxnet/profiler.py", "decrement", "int(delta)"): CALLER,  # 1.3-1.9
+    ("mxnet/profiler.py", "increment", "int(delta)"): CALLER,  # 1.3-1.9
+    ("mxnet/profiler.py", "set_value", "int(value)"): CALLER,  # 1.3-1.9
+    ("mxnet/random.py", "seed", "int(seed_state)"): CALLER,  # 1.5-1.9
+    ("mxnet/rnn/io.py", "__init__", "range(len(buckets))"): SHAPE,  # 1.3-1.9
+    (
+        "mxnet/space.py",
+        "__len__",
+        "int(_np.prod([len(x) for x in self.space_map.values()]))",
+    ): SHAPE,  # 1.6-1.9
+    ("mxnet/symbol/contrib.py", "_to_python_scalar", "type_(inputs)"): FIXED,  # 1.3-1.9
+    ("mxnet/symbol/symbol.py", "full", "float(val)"): CALLER,  # 1.3-1.9
+    ("mxnet/symbol/symbol.py", "simple_bind", "'%s: %s\\n' % (k, v)"): MESSAGE,  # 1.3-1.9
+    (
+        "mxnet/test_utils.py",
+        "_parse_aux_states",
+        "'Symbol aux_states names and given aux_states do not match.symbol aux_names:%s, aux_states.keys:%s' % (str(set(sym.list_auxiliary_states())), str(set(aux_states.keys())))",
+    ): MESSAGE,  # 1.5-1.9
+    (
+        "mxnet/test_utils.py",
+        "_parse_location",
+        "'Symbol arguments and keys of the given location do not match.symbol args:%s, location.keys():%s' % (str(set(sym.list_arguments())), str(set(location.keys())))",
+    ): MESSAGE,  # 1.3-1.9
+    (
+        "mxnet/test_utils.py",
+        "assert_almost_equal",
+        "'%3d: Error %f  %s' % (i, rel, locationError(a, b, index, names))",
+    ): MESSAGE,  # 1.6-1.9
+    (
+        "mxnet/test_utils.py",
+        "assert_almost_equal",
+        "'Error %f exceeds tolerance rtol=%e, atol=%e (mismatch %s%f%%).\\n%s' % (relErr, rtol, atol, mismatchDegree, 100 * i / a.size, locationError(a, b, indexErr, names, maxError=True))",
+    ): MESSAGE,  # 1.6-1.9
+    (
+        "mxnet/test_utils.py",
+        "assert_almost_equal",
+        "'Location of %serror: %s, %s=%.8f, %s=%.8f' % (maximum, str(index), names[0], a[index], names[1], b[index])",
+    ): MESSAGE,  # 1.6
+    (
+        "mxnet/test_utils.py",
+        "assert_almost_equal_with_err",
+        "'%3d: Error %f  %s' % (i, rel, locationError(a, b, index, names))",
+    ): MESSAGE,  # 1.7-1.9
+    (
+        "mxnet/test_utils.py",
+        "assert_almost_equal_with_err",
+        "'Error %f exceeds tolerance rtol=%e, atol=%e (mismatch %s%f%%).\\n%s' % (relErr, rtol, atol, mismatchDegree, 100 * i / a.size, locationError(a, b, indexErr, names, maxError=True))",
+    ): MESSAGE,  # 1.7-1.9
+    (
+        "mxnet/test_utils.py",
+        "assert_almost_equal_with_err",
+        "'Error %f exceeds tolerance rtol=%f, atol=%f, etol=%f. Error_rate=%f. Location of maximum error:%s, a=%f, b=%f' % (rel, rtol, atol, etol, err, str(index), a[index], b[index])",
+    ): MESSAGE,  # 1.5-1.6
+    (
+        "mxnet/test_utils.py",
+        "check_consistency",
+        "'Predict Err: ctx %d vs ctx %d at %s' % (i, gt_idx, name)",
+    ): MESSAGE,  # 1.8-1.9
+    (
+        "mxnet/test_utils.py",
+        "check_consistency",
+        "'Predict Err: ctx %d vs ctx %d at %s' % (i, max_idx, name)",
+    ): MESSAGE,  # 1.3-1.7
+    (
+        "mxnet/test_utils.py",
+        "check_consistency",
+        "'Train Err: ctx %d vs ctx %d at %s' % (i, max_idx, name)",
+    ): MESSAGE,  # 1.3-1.7
+    (
+        "mxnet/test_utils.py",
+        "check_speed",
+        "'Expect dict, get \"location\"=%s' % str(location)",
+    ): MESSAGE,  # 1.3-1.9
+    ("mxnet/test_utils.py", "gen_buckets_probs_with_ppf", "float(nbuckets)"): CALLER,  # 1.3-1.9
+    (
+        "mxnet/test_utils.py",
+        "new_matrix_with_real_eigvals_nd",
+        "int(np.prod(shape[:-2]))",
+    ): SHAPE,  # 1.7-1.9
+    ("mxnet/test_utils.py", "new_matrix_with_real_eigvals_nd", "range(n)"): SHAPE,  # 1.7-1.9
+    (
+        "mxnet/test_utils.py",
+        "new_sym_matrix_with_real_eigvals_nd",
+        "int(np.prod(shape[:-2]))",
+    ): SHAPE,  # 1.7-1.9
+    ("mxnet/test_utils.py", "new_sym_matrix_with_real_eigvals_nd", "range(n)"): SHAPE,  # 1.7-1.9
+    ("mxnet/test_utils.py", "numeric_grad", "int(np.prod(v.shape))"): SHAPE,  # 1.6-1.9
+    ("mxnet/test_utils.py", "numeric_grad", "range(int(np.prod(v.shape)))"): SHAPE,  # 1.6-1.9
+    ("mxnet/test_utils.py", "numeric_grad", "range(np.prod(v.shape))"): SHAPE,  # 1.3-1.5
 }
 
 
-@pytest.mark.skipif(sys.version_info < (3, 9), reason="the scan needs ast.unparse (Python 3.9+); "
-                    "every release is scanned by its Python 3.12/3.13 envs")
+@pytest.mark.skipif(
+    sys.version_info < (3, 9),
+    reason="the scan needs ast.unparse (Python 3.9+); "
+    "every release is scanned by its Python 3.12/3.13 envs",
+)
 def test_every_scalar_conversion_in_mxnet_is_reviewed():
     found = mxnet_scalar_conversions.scan(mxnet_numpy_uses.mxnet_dir())
     assert len(found) > 40, "the scan found too few conversions in MXNet %s" % mx.__version__
     new = [repr(found[key]) for key in sorted(found) if key not in SCALAR_CONVERSIONS]
-    assert not new, "MXNet %s converts to Python scalars where nobody looked (NumPy >= 2.4 " \
-                    "refuses 1-element arrays): %s" % (mx.__version__, "; ".join(new))
-    fixed = sorted(key[0] for key, verdict in SCALAR_CONVERSIONS.items()
-                   if verdict is FIXED and key in found)
+    assert not new, (
+        "MXNet %s converts to Python scalars where nobody looked (NumPy >= 2.4 "
+        "refuses 1-element arrays): %s" % (mx.__version__, "; ".join(new))
+    )
+    fixed = sorted(
+        key[0] for key, verdict in SCALAR_CONVERSIONS.items() if verdict is FIXED and key in found
+    )
     assert fixed == ["mxnet/ndarray/contrib.py", "mxnet/symbol/contrib.py"]

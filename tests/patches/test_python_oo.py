@@ -1,4 +1,5 @@
 """MXNet under ``python -OO``: the ``python_oo`` patch, in fresh interpreters."""
+
 import subprocess
 import sys
 import textwrap
@@ -20,9 +21,14 @@ PROGRAM = textwrap.dedent("""
 
 
 def run(flags, env=None):
-    return subprocess.run([sys.executable] + flags + ["-c", PROGRAM], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True,
-                          env=subprocess_env(env), timeout=180)
+    return subprocess.run(
+        [sys.executable] + flags + ["-c", PROGRAM],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=subprocess_env(env),
+        timeout=180,
+    )
 
 
 def test_mxnet_imports_and_runs_under_OO():
@@ -38,7 +44,8 @@ def test_without_the_patch_mxnet_fails_under_OO_as_it_ships():
     proc = run(["-OO"], env={"MXCOMPAT_DISABLE_PATCHES": "python_oo"})
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1] == (
-        "TypeError: sequence item 0: expected str instance, NoneType found")
+        "TypeError: sequence item 0: expected str instance, NoneType found"
+    )
     assert "ndarray_doc.py" in proc.stderr
 
 

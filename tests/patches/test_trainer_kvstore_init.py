@@ -14,6 +14,7 @@ A dist kvstore cannot initialise a key twice, and a Trainer numbers its paramete
 trial's Trainer gets the cluster's kvstore under keys of its own (``KeyRange``, a view of the
 same store that adds an offset to every key), so one cluster start serves every trial.
 """
+
 import json
 import os
 
@@ -116,13 +117,16 @@ def run_trials(tmpdir, schedule):
 
 
 def test_workers_stay_identical_patched_and_diverge_plain(tmpdir):
-    schedule = "pu" * 20          # 20 patched trials, 20 plain, interleaved (ABAB)
+    schedule = "pu" * 20  # 20 patched trials, 20 plain, interleaved (ABAB)
     diverged, reports = run_trials(tmpdir, schedule)
     for report in reports:
-        assert ["trainer_kvstore_init" in r["patched"] for r in report] == \
-            [m == "p" for m in schedule]
-    print("diverged: patched %d of %d, plain %d of %d" % (
-        sum(diverged["p"]), len(diverged["p"]), sum(diverged["u"]), len(diverged["u"])))
+        assert ["trainer_kvstore_init" in r["patched"] for r in report] == [
+            m == "p" for m in schedule
+        ]
+    print(
+        "diverged: patched %d of %d, plain %d of %d"
+        % (sum(diverged["p"]), len(diverged["p"]), sum(diverged["u"]), len(diverged["u"]))
+    )
     assert len(diverged["p"]) == 20 and sum(diverged["p"]) == 0
     if RACE:
         # MXNet as shipped, same cluster, same kind of trials: at least one divergence

@@ -5,6 +5,7 @@ Plain MXNet (the ``unpatched`` fixture): 1.3-1.5 assert that the module is bound
 (``_compat.UNBOUND_GET_PARAMS``).  Every release raises a bare ``AssertionError`` for a module
 without parameters.  Patched: the parameters on every release, and mxcompat's message.
 """
+
 import subprocess
 import sys
 
@@ -16,17 +17,23 @@ import mxnet as mx
 from conftest import subprocess_env
 from mxcompat._core import facts as _compat
 
-UNBOUND_MESSAGE = ("mxcompat: Module.get_params(): the module has no parameters yet; bind it "
-                   "and call init_params() or set_params(arg_params, aux_params) first, or "
-                   "create it with Module.load(prefix, epoch)")
-BOUND_MESSAGE = ("mxcompat: Module.get_params(): the module has no parameters yet; call "
-                 "init_params() or set_params(arg_params, aux_params) first")
+UNBOUND_MESSAGE = (
+    "mxcompat: Module.get_params(): the module has no parameters yet; bind it "
+    "and call init_params() or set_params(arg_params, aux_params) first, or "
+    "create it with Module.load(prefix, epoch)"
+)
+BOUND_MESSAGE = (
+    "mxcompat: Module.get_params(): the module has no parameters yet; call "
+    "init_params() or set_params(arg_params, aux_params) first"
+)
 BUCKETING_UNBOUND_MESSAGE = (
     "mxcompat: BucketingModule.get_params(): the module has no parameters yet; bind it and "
-    "call init_params() or set_params(arg_params, aux_params) first")
+    "call init_params() or set_params(arg_params, aux_params) first"
+)
 BUCKETING_BOUND_MESSAGE = (
     "mxcompat: BucketingModule.get_params(): the module has no parameters yet; call "
-    "init_params() or set_params(arg_params, aux_params) first")
+    "init_params() or set_params(arg_params, aux_params) first"
+)
 
 WEIGHT = np.arange(6, dtype="float32").reshape((2, 3))
 BIAS = np.array([0.5, -1.5], dtype="float32")
@@ -39,8 +46,9 @@ def symbol():
 @pytest.fixture
 def checkpoint(tmpdir):
     prefix = str(tmpdir.join("m"))
-    mx.model.save_checkpoint(prefix, 3, symbol(), {"fc_weight": mx.nd.array(WEIGHT),
-                                                   "fc_bias": mx.nd.array(BIAS)}, {})
+    mx.model.save_checkpoint(
+        prefix, 3, symbol(), {"fc_weight": mx.nd.array(WEIGHT), "fc_bias": mx.nd.array(BIAS)}, {}
+    )
     return prefix
 
 
@@ -59,6 +67,7 @@ def error_of(call):
 
 # --- plain MXNet, pinned per release -----------------------------------------------------------
 
+
 def test_plain_mxnet_loaded_module_before_bind(unpatched, checkpoint):
     mod = mx.mod.Module.load(checkpoint, 3, label_names=None)
     if _compat.since(_compat.UNBOUND_GET_PARAMS):
@@ -75,6 +84,7 @@ def test_plain_mxnet_asserts_without_a_message_when_there_are_no_parameters(unpa
 
 
 # --- patched: the same on every release --------------------------------------------------------
+
 
 def test_loaded_module_gives_its_parameters_before_bind(checkpoint):
     mod = mx.mod.Module.load(checkpoint, 3, label_names=None)
@@ -143,18 +153,25 @@ except AssertionError as err:
 """
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({}, UNBOUND_MESSAGE),
-    ({"MXCOMPAT_DISABLE_PATCHES": "unbound_get_params"}, "(None, None)")])
+@pytest.mark.parametrize(
+    "env, expected",
+    [({}, UNBOUND_MESSAGE), ({"MXCOMPAT_DISABLE_PATCHES": "unbound_get_params"}, "(None, None)")],
+)
 def test_the_message_holds_under_python_O(env, expected):
     # python -O strips MXNet's assert: plain MXNet then returns (None, None) for a module
     # without parameters.  mxcompat's error is raised, not asserted.
-    proc = subprocess.run([sys.executable, "-O", "-c", O_PROBE], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True,
-                          env=subprocess_env(env), timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-O", "-c", O_PROBE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=subprocess_env(env),
+        timeout=180,
+    )
     assert (proc.returncode, proc.stdout.strip()) == (0, expected), proc.stderr[-2000:]
 
 
 def test_the_patch_applies_on_every_release():
     import mxcompat
+
     assert "unbound_get_params" in mxcompat.patched()

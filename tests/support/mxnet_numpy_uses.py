@@ -10,6 +10,7 @@ chain read from them (``np.PZERO``, ``_np.random.uniform``, ``onp.linalg.norm``)
 ``python tests/mxnet_numpy_uses.py [mxnet_dir]`` prints the chains that do not resolve on
 the NumPy of the running interpreter.
 """
+
 import ast
 import os
 import sys
@@ -26,7 +27,7 @@ class Use:
     __slots__ = ("chain", "path", "line")
 
     def __init__(self, chain, path, line):
-        self.chain = chain      # ("random", "uniform") for numpy.random.uniform
+        self.chain = chain  # ("random", "uniform") for numpy.random.uniform
         self.path = path
         self.line = line
 
@@ -50,7 +51,7 @@ def _numpy_aliases(tree):
                     if a.asname:
                         aliases[a.asname] = a.name
                     else:
-                        aliases[NUMPY] = NUMPY   # `import numpy.linalg` binds `numpy`
+                        aliases[NUMPY] = NUMPY  # `import numpy.linalg` binds `numpy`
                 else:
                     other.add(a.asname or a.name.split(".")[0])
         elif isinstance(node, ast.ImportFrom):
@@ -64,10 +65,13 @@ def _numpy_aliases(tree):
 
 
 if sys.version_info >= (3, 8):
+
     def _const_str(node):
-        return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-            else None
+        return (
+            node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+        )
 else:  # string literals are ast.Str up to Python 3.7
+
     def _const_str(node):
         return node.s if isinstance(node, ast.Str) else None
 
@@ -106,20 +110,28 @@ def uses_in_file(path, rel=None):
             c = _chain(node)
             if c and c[0] in aliases:
                 found.append(Use(prefix(aliases[c[0]]) + tuple(c[1]), rel, node.lineno))
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
-                (node.module == NUMPY or node.module.startswith(NUMPY + ".")):
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and (node.module == NUMPY or node.module.startswith(NUMPY + "."))
+        ):
             for a in node.names:
                 if a.name != "*":
                     found.append(Use(prefix(node.module) + (a.name,), rel, node.lineno))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id == "getattr" and len(node.args) >= 2:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+        ):
             c = _chain(node.args[0])
             name = _const_str(node.args[1])
             if c and c[0] in aliases and name is not None:
-                found.append(Use(prefix(aliases[c[0]]) + tuple(c[1]) + (name,),
-                                 rel, node.lineno))
+                found.append(Use(prefix(aliases[c[0]]) + tuple(c[1]) + (name,), rel, node.lineno))
         elif isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id in DYNAMIC_LISTS for t in node.targets):
+            isinstance(t, ast.Name) and t.id in DYNAMIC_LISTS for t in node.targets
+        ):
             if isinstance(node.value, (ast.List, ast.Tuple)) and aliases:
                 for elt in node.value.elts:
                     name = _const_str(elt)
@@ -131,6 +143,7 @@ def uses_in_file(path, rel=None):
 def mxnet_dir():
     """The installed mxnet package folder, found without importing mxnet."""
     import importlib.util
+
     spec = importlib.util.find_spec("mxnet")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -163,12 +176,13 @@ def resolve(module, chain):
             try:
                 obj = getattr(obj, attr)
             except Exception:  # pylint: disable=broad-except
-                return ".".join(chain[:i + 1])
+                return ".".join(chain[: i + 1])
     return None
 
 
 def main(argv):
     import numpy
+
     root = argv[1] if len(argv) > 1 else mxnet_dir()
     uses = scan(root)
     missing = {}
@@ -176,12 +190,13 @@ def main(argv):
         m = resolve(numpy, use.chain)
         if m is not None:
             missing.setdefault(m, []).append(use)
-    print("numpy %s: %d uses of NumPy in %s, %d distinct chains, %d missing"
-          % (numpy.__version__, len(uses), root, len({u.chain for u in uses}), len(missing)))
+    print(
+        "numpy %s: %d uses of NumPy in %s, %d distinct chains, %d missing"
+        % (numpy.__version__, len(uses), root, len({u.chain for u in uses}), len(missing))
+    )
     for name in sorted(missing):
         first = missing[name][0]
-        print("  %-28s %3d use(s), e.g. %s:%d" % (name, len(missing[name]), first.path,
-                                                   first.line))
+        print("  %-28s %3d use(s), e.g. %s:%d" % (name, len(missing[name]), first.path, first.line))
     return 0
 
 

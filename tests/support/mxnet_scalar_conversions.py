@@ -20,6 +20,7 @@ line numbers between releases.  ``ast.unparse`` needs Python 3.9.
 
 ``python tests/mxnet_scalar_conversions.py [mxnet_dir]`` prints them with line numbers.
 """
+
 import ast
 import os
 import sys
@@ -27,8 +28,15 @@ import warnings
 
 from .mxnet_numpy_uses import mxnet_dir  # one way to find the package for both scans
 
-SKIPPED_PARTS = ("/numpy/", "/ndarray/numpy", "/symbol/numpy", "numpy_extension", "onnx",
-                 "/tools/", "/gen_")
+SKIPPED_PARTS = (
+    "/numpy/",
+    "/ndarray/numpy",
+    "/symbol/numpy",
+    "numpy_extension",
+    "onnx",
+    "/tools/",
+    "/gen_",
+)
 CONVERSIONS = {"float", "int", "complex", "round", "range", "operator.index"}
 PARAMETER_CONVERSIONS = {"float", "int", "complex"}
 ARRAY_SOURCES = ("asnumpy", "asscalar", "np.", "_np.", "numpy.")
@@ -85,17 +93,25 @@ def candidates_in_file(path, rel):
             if isinstance(node, ast.Call) and node.args:
                 callee = ast.unparse(node.func)
                 arg = node.args[0]
-                if (callee in CONVERSIONS or callee.startswith("math.")) and \
-                        _mentions_array(arg, names):
+                if (callee in CONVERSIONS or callee.startswith("math.")) and _mentions_array(
+                    arg, names
+                ):
                     hit = True
-                elif callee in PARAMETER_CONVERSIONS and isinstance(arg, ast.Name) and \
-                        arg.id in params:
+                elif (
+                    callee in PARAMETER_CONVERSIONS
+                    and isinstance(arg, ast.Name)
+                    and arg.id in params
+                ):
                     hit = True
                 elif callee == "type_" and "type_" in params:
                     hit = True
-            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and \
-                    isinstance(node.left, ast.Constant) and isinstance(node.left.value, str) \
-                    and _mentions_array(node.right, names):
+            elif (
+                isinstance(node, ast.BinOp)
+                and isinstance(node.op, ast.Mod)
+                and isinstance(node.left, ast.Constant)
+                and isinstance(node.left.value, str)
+                and _mentions_array(node.right, names)
+            ):
                 hit = True
             if hit:
                 code = ast.unparse(node)

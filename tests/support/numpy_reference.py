@@ -16,6 +16,7 @@ mxcompat::
 Nothing is stored: the last bits of a training step depend on the CPU (see
 ``reference_env``).  Code here runs on Python 3.7 and NumPy 1.14 too.
 """
+
 import os
 import sys
 import tempfile
@@ -33,8 +34,11 @@ class Recorder:
     def value(self, key, value):
         np, mx = self.np, self.mx
         assert key not in self.out, key
-        if isinstance(value, (list, tuple)) and value and all(
-                isinstance(v, mx.nd.NDArray) for v in value):
+        if (
+            isinstance(value, (list, tuple))
+            and value
+            and all(isinstance(v, mx.nd.NDArray) for v in value)
+        ):
             for i, v in enumerate(value):
                 self.value("%s[%d]" % (key, i), v)
             return
@@ -54,8 +58,7 @@ class Recorder:
             # NumPy 2 renamed the class np.bool_ to np.bool.
             self.out[key + ":type"] = np.array("numpy." + value.dtype.name)
         else:
-            self.out[key + ":type"] = np.array(type(value).__module__ + "." +
-                                               type(value).__name__)
+            self.out[key + ":type"] = np.array(type(value).__module__ + "." + type(value).__name__)
         self.out[key] = np.array(value)
 
     def run(self, key, fn):
@@ -82,9 +85,10 @@ def _values(np, dtype):
 
 def _dtypes(np, mx):
     from mxnet.ndarray.ndarray import _DTYPE_NP_TO_MX
+
     names = []
     for key in _DTYPE_NP_TO_MX:
-        if isinstance(key, type):          # skip None and the bfloat16 record dtype
+        if isinstance(key, type):  # skip None and the bfloat16 record dtype
             names.append(np.dtype(key).name)
     return names
 
@@ -96,8 +100,7 @@ def conversions(rec, np, mx):
         rec.run(k + "nd.array(src)", lambda: mx.nd.array(src))
         rec.run(k + "nd.array(src,dtype)", lambda: mx.nd.array(src, dtype=name))
         rec.run(k + "nd.array(list,dtype)", lambda: mx.nd.array(src.tolist(), dtype=name))
-        rec.run(k + "asscalar", lambda: mx.nd.array(src[:1].reshape(-1)[:1], dtype=name)
-                .asscalar())
+        rec.run(k + "asscalar", lambda: mx.nd.array(src[:1].reshape(-1)[:1], dtype=name).asscalar())
         rec.run(k + "astype(float32)", lambda: mx.nd.array(src, dtype=name).astype("float32"))
         rec.run(k + "from float32", lambda: mx.nd.array(src.astype("float32")).astype(name))
         rec.run(k + "zeros", lambda: mx.nd.zeros((2, 2), dtype=name))
@@ -127,11 +130,17 @@ SCALARS = [
 ]
 
 OPS = [
-    ("x+s", lambda x, s: x + s), ("s+x", lambda x, s: s + x),
-    ("x-s", lambda x, s: x - s), ("s-x", lambda x, s: s - x),
-    ("x*s", lambda x, s: x * s), ("s*x", lambda x, s: s * x),
-    ("x/s", lambda x, s: x / s), ("s/x", lambda x, s: s / x),
-    ("x**s", lambda x, s: x ** s), ("x>s", lambda x, s: x > s), ("x==s", lambda x, s: x == s),
+    ("x+s", lambda x, s: x + s),
+    ("s+x", lambda x, s: s + x),
+    ("x-s", lambda x, s: x - s),
+    ("s-x", lambda x, s: s - x),
+    ("x*s", lambda x, s: x * s),
+    ("s*x", lambda x, s: s * x),
+    ("x/s", lambda x, s: x / s),
+    ("s/x", lambda x, s: s / x),
+    ("x**s", lambda x, s: x**s),
+    ("x>s", lambda x, s: x > s),
+    ("x==s", lambda x, s: x == s),
 ]
 
 
@@ -158,13 +167,11 @@ def arithmetic(rec, np, mx):
                     x = mod.array(base, dtype=dtype)
                     s = make(np)
                     if oname == "x/s" and np.dtype(dtype).kind != "f" and abs(float(s)) < 1:
-                        continue   # the scalar becomes an integer 0: SIGFPE in libmxnet
-                    rec.run("arith/%s/%s/%s/%s" % (front, dtype, sname, oname),
-                            lambda: op(x, s))
+                        continue  # the scalar becomes an integer 0: SIGFPE in libmxnet
+                    rec.run("arith/%s/%s/%s/%s" % (front, dtype, sname, oname), lambda: op(x, s))
                 x = mod.array(base, dtype=dtype)
                 s = make(np)
-                rec.run("arith/%s/%s/%s/inplace" % (front, dtype, sname),
-                        lambda: _inplace(x, s))
+                rec.run("arith/%s/%s/%s/inplace" % (front, dtype, sname), lambda: _inplace(x, s))
             # NumPy arrays on either side.
             other = np.array([[2.0, 0.5, 1.0], [1.0, 2.0, 4.0]], dtype=np.float32)
             x = mod.array(base, dtype=dtype)
@@ -180,24 +187,28 @@ def arithmetic(rec, np, mx):
     rec.run("param/nd.reshape", lambda: mx.nd.reshape(x, shape=(np.int64(2), np.int64(6))))
     rec.run("param/ones", lambda: mx.nd.ones((np.int64(2), 3)))
     rec.run("param/transpose", lambda: mx.nd.transpose(x, axes=(np.int64(1), np.int64(0))))
-    rec.run("param/slice_axis", lambda: mx.nd.slice_axis(x, axis=np.int64(1), begin=i1,
-                                                         end=i2))
+    rec.run("param/slice_axis", lambda: mx.nd.slice_axis(x, axis=np.int64(1), begin=i1, end=i2))
     rec.run("param/sum axis", lambda: mx.nd.sum(x, axis=(np.int64(0),)))
     rec.run("param/tile", lambda: mx.nd.tile(x, reps=(np.int64(2), np.int32(1))))
     rec.run("param/clip", lambda: mx.nd.clip(x, np.float32(0.1), np.float64(5.5)))
     rec.run("param/take", lambda: mx.nd.take(x, mx.nd.array(np.array([2, 0]))))
-    rec.run("param/sym.var shape", lambda: str(mx.sym.var("v", shape=(np.int64(2), 3))
-                                                .infer_shape()[1]))
+    rec.run(
+        "param/sym.var shape", lambda: str(mx.sym.var("v", shape=(np.int64(2), 3)).infer_shape()[1])
+    )
     if hasattr(mx, "npx"):
+
         def np_params():
             mx.npx.set_np()
             try:
                 y = mx.np.array(np.arange(12, dtype=np.float32).reshape(3, 4))
-                return [mx.np.sum(y, axis=(np.int64(0),)).as_nd_ndarray(),
-                        mx.np.reshape(y, (np.int64(4), 3)).as_nd_ndarray(),
-                        mx.np.transpose(y, axes=(np.int64(1), np.int64(0))).as_nd_ndarray()]
+                return [
+                    mx.np.sum(y, axis=(np.int64(0),)).as_nd_ndarray(),
+                    mx.np.reshape(y, (np.int64(4), 3)).as_nd_ndarray(),
+                    mx.np.transpose(y, axes=(np.int64(1), np.int64(0))).as_nd_ndarray(),
+                ]
             finally:
                 mx.npx.reset_np()
+
         rec.run("param/np ops", np_params)
 
 
@@ -211,6 +222,7 @@ def _set_params(np, mx, params):
 
 def _net(mx, hybrid):
     from mxnet import gluon
+
     net = gluon.nn.HybridSequential(prefix="net_")
     with net.name_scope():
         net.add(gluon.nn.Dense(5, activation="relu", in_units=4))
@@ -229,18 +241,22 @@ def _data(np):
 
 def gluon_training(rec, np, mx):
     from mxnet import autograd, gluon
+
     x, y = _data(np)
     for hybrid in (False, True):
-        for opt, opt_params in (("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4}),
-                                ("adam", {"learning_rate": 0.01})):
+        for opt, opt_params in (
+            ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4}),
+            ("adam", {"learning_rate": 0.01}),
+        ):
             k = "gluon/%s/%s/" % ("hybrid" if hybrid else "imperative", opt)
             net = _net(mx, hybrid)
             params = net.collect_params()
             _set_params(np, mx, params)
             trainer = gluon.Trainer(params, opt, dict(opt_params))
             loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-            loader = gluon.data.DataLoader(gluon.data.ArrayDataset(x, y), batch_size=8,
-                                           shuffle=False)
+            loader = gluon.data.DataLoader(
+                gluon.data.ArrayDataset(x, y), batch_size=8, shuffle=False
+            )
             acc = mx.metric.Accuracy()
             ce = mx.metric.CrossEntropy()
             for step, (data, label) in enumerate(loader):
@@ -266,8 +282,10 @@ def gluon_training(rec, np, mx):
             rec.value(k + "acc", acc.get()[1])
             rec.value(k + "ce", ce.get()[1])
             # Uneven split of a NumPy batch (NumPy ints in the split points).
-            rec.run(k + "split_data", lambda: gluon.utils.split_data(
-                mx.nd.array(x[:7]), 3, even_split=False))
+            rec.run(
+                k + "split_data",
+                lambda: gluon.utils.split_data(mx.nd.array(x[:7]), 3, even_split=False),
+            )
 
 
 def _symbol(mx):
@@ -288,7 +306,8 @@ def module_fit(rec, np, mx, tmp):
             continue
         size = int(np.prod(shapes[name]))
         arg_params[name] = mx.nd.array(
-            (np.sin(np.arange(size) * 0.7 + i) * 0.3).reshape(shapes[name]).astype(np.float32))
+            (np.sin(np.arange(size) * 0.7 + i) * 0.3).reshape(shapes[name]).astype(np.float32)
+        )
     it = mx.io.NDArrayIter(x, y, batch_size=8, shuffle=False)
     mod = mx.mod.Module(sym, context=mx.cpu())
     seen = []
@@ -296,10 +315,16 @@ def module_fit(rec, np, mx, tmp):
     def on_batch(param):
         seen.append([float(v) for _, v in param.eval_metric.get_name_value()])
 
-    mod.fit(it, num_epoch=2, optimizer="sgd",
-            optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
-            arg_params=arg_params, aux_params={}, eval_metric=["acc", "ce"],
-            batch_end_callback=on_batch)
+    mod.fit(
+        it,
+        num_epoch=2,
+        optimizer="sgd",
+        optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+        arg_params=arg_params,
+        aux_params={},
+        eval_metric=["acc", "ce"],
+        batch_end_callback=on_batch,
+    )
     rec.value("module/batch metrics", np.array(seen, dtype=np.float64))
     args, _ = mod.get_params()
     for name in sorted(args):
@@ -349,11 +374,15 @@ def metrics(rec, np, mx):
         p = np.abs(np.sin(np.arange(12) * (i + 1.3))).reshape(4, 3).astype(np.float32) + 0.05
         probs.append(mx.nd.array(p / p.sum(axis=1, keepdims=True)))
     reg_pred = [mx.nd.array(np.cos(np.arange(4) + i).astype(np.float32)) for i in range(3)]
-    bin_labels = [mx.nd.array([0, 1, 1, 0]), mx.nd.array([1, 1, 0, 0]),
-                  mx.nd.array([1, 0, 1, 1])]
-    bin_probs = [mx.nd.array(np.stack([1 - q, q], axis=1).astype(np.float32))
-                 for q in (np.array([0.2, 0.7, 0.4, 0.1]), np.array([0.9, 0.6, 0.3, 0.2]),
-                           np.array([0.55, 0.45, 0.8, 0.35]))]
+    bin_labels = [mx.nd.array([0, 1, 1, 0]), mx.nd.array([1, 1, 0, 0]), mx.nd.array([1, 0, 1, 1])]
+    bin_probs = [
+        mx.nd.array(np.stack([1 - q, q], axis=1).astype(np.float32))
+        for q in (
+            np.array([0.2, 0.7, 0.4, 0.1]),
+            np.array([0.9, 0.6, 0.3, 0.2]),
+            np.array([0.55, 0.45, 0.8, 0.35]),
+        )
+    ]
     cases = [
         ("acc", lambda: mx.metric.Accuracy(), labels, probs),
         ("top2", lambda: mx.metric.TopKAccuracy(top_k=2), labels, probs),
@@ -370,6 +399,7 @@ def metrics(rec, np, mx):
         ("custom", lambda: mx.metric.np(lambda l, p: np.abs(l - p).mean()), labels, reg_pred),
     ]
     for name, make, ls, ps in cases:
+
         def run(make=make, ls=ls, ps=ps):
             m = make()
             values = []
@@ -377,6 +407,7 @@ def metrics(rec, np, mx):
                 m.update([l], [p])
                 values.append(m.get()[1])
             return values
+
         try:
             values = run()
         except Exception as e:  # noqa: BLE001
@@ -394,20 +425,28 @@ def data_io(rec, np, mx):
         rec.value("io/pad/batch%d/pad" % i, batch.pad)
     header = mx.recordio.IRHeader(0, np.array([1.5, 2.0, 3.25]), 7, 0)
     rec.run("io/recordio pack array label", lambda: mx.recordio.pack(header, b"payload"))
-    rec.run("io/recordio pack scalar label",
-            lambda: mx.recordio.pack(mx.recordio.IRHeader(0, np.float32(4.0), 8, 0), b"p"))
-    packed = mx.recordio.pack(header, b"payload") if "error" not in str(
-        rec.out["io/recordio pack array label"]) else None
+    rec.run(
+        "io/recordio pack scalar label",
+        lambda: mx.recordio.pack(mx.recordio.IRHeader(0, np.float32(4.0), 8, 0), b"p"),
+    )
+    packed = (
+        mx.recordio.pack(header, b"payload")
+        if "error" not in str(rec.out["io/recordio pack array label"])
+        else None
+    )
     if packed is not None:
         h, s = mx.recordio.unpack(packed)
         rec.value("io/recordio unpack label", h.label)
         rec.value("io/recordio unpack flag", h.flag)
-    csr = mx.nd.sparse.csr_matrix((np.array([1.0, 2.0, 3.0], dtype=np.float32),
-                                   np.array([0, 2, 1]), np.array([0, 2, 2, 3])), shape=(3, 3))
+    csr = mx.nd.sparse.csr_matrix(
+        (np.array([1.0, 2.0, 3.0], dtype=np.float32), np.array([0, 2, 1]), np.array([0, 2, 2, 3])),
+        shape=(3, 3),
+    )
     rec.value("io/csr dense", csr.tostype("default"))
     rec.value("io/csr indices", csr.indices)
-    rsp = mx.nd.sparse.row_sparse_array((np.ones((2, 3), dtype=np.float32),
-                                         np.array([0, 2])), shape=(4, 3))
+    rsp = mx.nd.sparse.row_sparse_array(
+        (np.ones((2, 3), dtype=np.float32), np.array([0, 2])), shape=(4, 3)
+    )
     rec.value("io/row_sparse dense", rsp.tostype("default"))
     rec.run("io/one_hot", lambda: mx.nd.one_hot(mx.nd.array(np.array([0, 2, 1])), 3))
 
@@ -415,6 +454,7 @@ def data_io(rec, np, mx):
 def control_flow(rec, np, mx):
     """``while_loop`` with ``max_iterations`` given as a NumPy array, as MXNet documents (it
     converts it with ``int()`` itself), for ``mx.nd`` and ``mx.sym``."""
+
     # The limit ends every loop: output rows past the last step would be undefined memory.
     def cond(i, s):
         return i < 100
@@ -422,21 +462,30 @@ def control_flow(rec, np, mx):
     def body(i, s):
         return [i * 2], [i + 1, s + i]
 
-    limits = [("int", lambda: 6), ("array[1]", lambda: np.array([6])),
-              ("array[1,1]", lambda: np.array([[2]], dtype=np.int32)),
-              ("array[1] float", lambda: np.array([3.7])), ("array 0-d", lambda: np.array(6))]
+    limits = [
+        ("int", lambda: 6),
+        ("array[1]", lambda: np.array([6])),
+        ("array[1,1]", lambda: np.array([[2]], dtype=np.int32)),
+        ("array[1] float", lambda: np.array([3.7])),
+        ("array 0-d", lambda: np.array(6)),
+    ]
     for name, limit in limits:
+
         def nd_loop(limit=limit):
             outs, states = mx.nd.contrib.while_loop(
-                cond, body, [mx.nd.array([0]), mx.nd.array([1])], max_iterations=limit())
+                cond, body, [mx.nd.array([0]), mx.nd.array([1])], max_iterations=limit()
+            )
             return list(outs) + list(states)
 
         def sym_loop(limit=limit):
             outs, states = mx.sym.contrib.while_loop(
-                cond, body, [mx.sym.var("i"), mx.sym.var("s")], max_iterations=limit())
+                cond, body, [mx.sym.var("i"), mx.sym.var("s")], max_iterations=limit()
+            )
             exe = mx.sym.Group(list(outs) + list(states)).bind(
-                mx.cpu(), {"i": mx.nd.array([0]), "s": mx.nd.array([1])})
+                mx.cpu(), {"i": mx.nd.array([0]), "s": mx.nd.array([1])}
+            )
             return exe.forward()
+
         rec.run("control/nd while_loop/" + name, nd_loop)
         rec.run("control/sym while_loop/" + name, sym_loop)
 
@@ -444,6 +493,7 @@ def control_flow(rec, np, mx):
 def compute():
     import numpy as np
     import mxnet as mx
+
     rec = Recorder(np, mx)
     tmp = tempfile.mkdtemp(prefix="mxcompat-ref-")
     conversions(rec, np, mx)
@@ -461,8 +511,9 @@ def save(path, results):
     """Write ``results`` (name -> array) as five arrays of one compressed ``.npz``: one entry
     per result would cost a zip header each (4,800 results)."""
     import numpy as np
+
     keys = list(results)
-    arrays = [np.asarray(results[k]) for k in keys]   # tobytes() is C order
+    arrays = [np.asarray(results[k]) for k in keys]  # tobytes() is C order
     blobs = [a.tobytes() for a in arrays]
     np.savez_compressed(
         path,
@@ -470,19 +521,21 @@ def save(path, results):
         dtypes=np.array([a.dtype.str for a in arrays]),
         shapes=np.array([",".join(str(d) for d in a.shape) for a in arrays]),
         offsets=np.cumsum([0] + [len(b) for b in blobs]).astype(np.int64),
-        blob=np.frombuffer(b"".join(blobs), dtype=np.uint8))
+        blob=np.frombuffer(b"".join(blobs), dtype=np.uint8),
+    )
 
 
 def load(path):
     """The results ``save`` wrote, as name -> array."""
     import numpy as np
+
     with np.load(path, allow_pickle=False) as data:
         keys, dtypes, shapes = data["keys"], data["dtypes"], data["shapes"]
         offsets, blob = data["offsets"], data["blob"].tobytes()
     out = OrderedDict()
     for i, key in enumerate(keys):
         shape = tuple(int(d) for d in str(shapes[i]).split(",") if d)
-        raw = blob[offsets[i]:offsets[i + 1]]
+        raw = blob[offsets[i] : offsets[i + 1]]
         out[str(key)] = np.frombuffer(raw, dtype=np.dtype(str(dtypes[i]))).reshape(shape).copy()
     return out
 
@@ -491,10 +544,12 @@ def main(argv):
     """Write plain MXNet's results (mxcompat is never imported here) to ``argv[0]``."""
     import numpy as np
     import mxnet as mx
+
     assert "mxcompat" not in sys.modules, "the reference must be MXNet as it ships"
     out = compute()
-    out["__env__"] = np.array("mxnet %s, numpy %s, python %s" % (
-        mx.__version__, np.__version__, sys.version.split()[0]))
+    out["__env__"] = np.array(
+        "mxnet %s, numpy %s, python %s" % (mx.__version__, np.__version__, sys.version.split()[0])
+    )
     save(argv[0], out)
 
 

@@ -6,6 +6,7 @@ A scheduler, one server and the workers are local processes, each told its role 
 then the output folder, and writes its results there.  The whole cluster is bounded in time:
 on timeout or on the first failed process every process of it is killed.
 """
+
 import os
 import signal
 import socket
@@ -15,7 +16,7 @@ import time
 
 import pytest
 
-CLUSTER_TIMEOUT = 150   # seconds, for the whole cluster
+CLUSTER_TIMEOUT = 150  # seconds, for the whole cluster
 
 
 def _free_port():
@@ -27,8 +28,7 @@ def _free_port():
         sock.close()
 
 
-def run_cluster(tmpdir, script, args=(), extra_env=None, num_workers=2,
-                timeout=CLUSTER_TIMEOUT):
+def run_cluster(tmpdir, script, args=(), extra_env=None, num_workers=2, timeout=CLUSTER_TIMEOUT):
     """Run ``script`` on a scheduler, one server and ``num_workers`` workers; returns the
     output folder (a str) the workers wrote into.
 
@@ -48,14 +48,18 @@ def run_cluster(tmpdir, script, args=(), extra_env=None, num_workers=2,
 
 def _start_cluster(outdir, script, args, extra_env, num_workers, timeout):
     """Run the processes to the end; the failed ``(role, exit code)`` pairs."""
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("MXCOMPAT_", "DMLC_", "PS_"))}
-    base.update({
-        "OMP_NUM_THREADS": "1", "MXNET_SUBGRAPH_VERBOSE": "0",
-        "DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": str(_free_port()),
-        "DMLC_NUM_SERVER": "1", "DMLC_NUM_WORKER": str(num_workers),
-        "DMLC_NODE_HOST": "127.0.0.1",       # every node on the loopback interface
-    })
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MXCOMPAT_", "DMLC_", "PS_"))}
+    base.update(
+        {
+            "OMP_NUM_THREADS": "1",
+            "MXNET_SUBGRAPH_VERBOSE": "0",
+            "DMLC_PS_ROOT_URI": "127.0.0.1",
+            "DMLC_PS_ROOT_PORT": str(_free_port()),
+            "DMLC_NUM_SERVER": "1",
+            "DMLC_NUM_WORKER": str(num_workers),
+            "DMLC_NODE_HOST": "127.0.0.1",  # every node on the loopback interface
+        }
+    )
     base.update(extra_env or {})
     procs = []
     try:
@@ -64,17 +68,29 @@ def _start_cluster(outdir, script, args, extra_env, num_workers, timeout):
             log = open(os.path.join(outdir, "%d-%s.log" % (i, role)), "w")
             env = dict(base, DMLC_ROLE=role)
             # Own session: on timeout the process and anything it spawned are killed.
-            procs.append((role, log, subprocess.Popen(
-                [sys.executable, "-c", script] + args + [outdir], env=env, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True)))
+            procs.append(
+                (
+                    role,
+                    log,
+                    subprocess.Popen(
+                        [sys.executable, "-c", script] + args + [outdir],
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    ),
+                )
+            )
         deadline = time.time() + timeout
         # Poll: once one process has failed the others would wait for it until the deadline.
         while any(p.poll() is None for _, _, p in procs):
             if any(p.returncode not in (None, 0) for _, _, p in procs):
                 break
             if time.time() > deadline:
-                pytest.fail("the dist_sync cluster did not finish within %d s:\n%s"
-                            % (timeout, cluster_logs(outdir)))
+                pytest.fail(
+                    "the dist_sync cluster did not finish within %d s:\n%s"
+                    % (timeout, cluster_logs(outdir))
+                )
             time.sleep(0.1)
     finally:
         for role, log, proc in procs:

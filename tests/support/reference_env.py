@@ -20,6 +20,7 @@ Where the reference comes from:
   rebuild.  The child runs with this process's environment, so every CPU setting above
   applies to both sides.
 """
+
 import fcntl
 import os
 import shutil
@@ -60,8 +61,9 @@ def mxnet_wheel_version():
     """The installed mxnet distribution's exact version (``1.5.1.post0``, not ``1.5.1``)."""
     try:
         from importlib import metadata
-    except ImportError:   # Python 3.7
+    except ImportError:  # Python 3.7
         import pkg_resources
+
         try:
             return pkg_resources.get_distribution("mxnet").version
         except pkg_resources.DistributionNotFound:
@@ -73,25 +75,28 @@ def mxnet_wheel_version():
 
 
 def cache_dir():
-    root = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache",
-                                                    "mxcompat-tests")
+    root = os.environ.get(CACHE_ENV) or os.path.join(
+        os.path.expanduser("~"), ".cache", "mxcompat-tests"
+    )
     os.makedirs(root, exist_ok=True)
     return root
 
 
 def _run(cmd, what):
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=900)
+    proc = subprocess.run(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=900
+    )
     if proc.returncode != 0:
-        raise RuntimeError("%s failed (%d): %s\n%s" % (what, proc.returncode, " ".join(cmd),
-                                                       proc.stdout[-3000:]))
+        raise RuntimeError(
+            "%s failed (%d): %s\n%s" % (what, proc.returncode, " ".join(cmd), proc.stdout[-3000:])
+        )
 
 
 def find_python(version):
     """The interpreter ``python<version>`` from PATH, else from pyenv's folders (uv and a
     plain shell do not see pyenv's shims), or None."""
     found = shutil.which("python" + version)
-    if found and os.sep + "shims" + os.sep not in found:   # a shim may fail to run it
+    if found and os.sep + "shims" + os.sep not in found:  # a shim may fail to run it
         return found
     root = os.environ.get("PYENV_ROOT") or os.path.join(os.path.expanduser("~"), ".pyenv")
     versions = os.path.join(root, "versions")
@@ -125,9 +130,11 @@ def reference_venv(wheel_version):
     """The cached reference virtualenv's Python for ``mxnet==wheel_version``, built if missing."""
     base = find_python(REFERENCE_PYTHON)
     if base is None:
-        raise Unavailable("no python%s on PATH to build the reference environment (MXNet %s "
-                          "on Python %s + NumPy %s)" % (REFERENCE_PYTHON, wheel_version,
-                                                        REFERENCE_PYTHON, REFERENCE_NUMPY))
+        raise Unavailable(
+            "no python%s on PATH to build the reference environment (MXNet %s "
+            "on Python %s + NumPy %s)"
+            % (REFERENCE_PYTHON, wheel_version, REFERENCE_PYTHON, REFERENCE_NUMPY)
+        )
 
     def build(root):
         python = os.path.join(root, "bin", "python")
@@ -135,8 +142,11 @@ def reference_venv(wheel_version):
         pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         _run(pip + ["--no-deps", "mxnet==" + wheel_version], "installing MXNet")
         _run(pip + ["numpy==" + REFERENCE_NUMPY] + list(REFERENCE_EXTRAS), "installing NumPy")
-        if subprocess.run([python, "-c", "import distutils.version"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode:
+        if subprocess.run(
+            [python, "-c", "import distutils.version"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ).returncode:
             # A distribution's Python 3.11 without its distutils package (Debian's
             # python3-distutils): MXNet 1.6+ imports it, setuptools provides it.
             _run(pip + ["setuptools"], "installing setuptools")
@@ -149,10 +159,15 @@ def reference_python(numpy_version):
     """``(python, description)`` of the interpreter that computes the reference here."""
     if is_reference_stack(numpy_version):
         return sys.executable, "this env without mxcompat (Python %s, NumPy %s)" % (
-            sys.version.split()[0], numpy_version)
+            sys.version.split()[0],
+            numpy_version,
+        )
     wheel = mxnet_wheel_version()
     return reference_venv(wheel), "mxnet==%s on Python %s + NumPy %s, without mxcompat" % (
-        wheel, REFERENCE_PYTHON, REFERENCE_NUMPY)
+        wheel,
+        REFERENCE_PYTHON,
+        REFERENCE_NUMPY,
+    )
 
 
 def compute_reference(python, env):
@@ -161,12 +176,19 @@ def compute_reference(python, env):
     fd, out = tempfile.mkstemp(suffix=".npz", prefix="mxcompat-reference-")
     os.close(fd)
     try:
-        proc = subprocess.run([python, os.path.join(HERE, "numpy_reference.py"), out],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              universal_newlines=True, env=env, timeout=600)
+        proc = subprocess.run(
+            [python, os.path.join(HERE, "numpy_reference.py"), out],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            env=env,
+            timeout=600,
+        )
         if proc.returncode != 0:
-            raise RuntimeError("the reference computation failed in %s (%d):\n%s" % (
-                python, proc.returncode, proc.stderr[-4000:]))
+            raise RuntimeError(
+                "the reference computation failed in %s (%d):\n%s"
+                % (python, proc.returncode, proc.stderr[-4000:])
+            )
         return numpy_reference.load(out)
     finally:
         os.unlink(out)

@@ -7,6 +7,7 @@ weights, at the smallest input each architecture takes, on a few releases each (
 ``ARCHS`` says from which release MXNet's exporter handles each, and what the releases
 before give.
 """
+
 import json
 import os
 import sys
@@ -28,9 +29,11 @@ except ImportError:
     onnx = onnxruntime = None
 
 needs_onnx = pytest.mark.skipif(
-    onnxruntime is None, reason="needs onnx and onnxruntime (the onnx extra; tox.ini installs "
-                                "them in mx151, mx180, mx191, py313-mxnet191-numpylatest, "
-                                "py313-mxnet131-numpy21)")
+    onnxruntime is None,
+    reason="needs onnx and onnxruntime (the onnx extra; tox.ini installs "
+    "them in mx151, mx180, mx191, py313-mxnet191-numpylatest, "
+    "py313-mxnet131-numpy21)",
+)
 # onnx.mapping went away in onnx 1.19: there MXNet's exporter fails without mxcompat.
 ONNX_HAS_MAPPING = onnx is not None and hasattr(onnx, "mapping")
 
@@ -39,23 +42,42 @@ ONNX_HAS_MAPPING = onnx is not None and hasattr(onnx, "mapping")
 #        releases this suite runs it on: the oldest that handles it, one before, 1.9)
 ARCHS = {
     # 1.3: a Gemm on the 4-d output of the global pooling (no Flatten), refused by onnxruntime.
-    "resnet18_v1": (32, (1, 5), (AssertionError, "cannot run the model MXNet %s's exporter "
-                                 "wrote (opset 8)"), {(1, 3), (1, 5), (1, 9)}),
+    "resnet18_v1": (
+        32,
+        (1, 5),
+        (AssertionError, "cannot run the model MXNet %s's exporter wrote (opset 8)"),
+        {(1, 3), (1, 5), (1, 9)},
+    ),
     # <= 1.7: BatchNormalization with spatial=0 (opset 8), which onnxruntime runs only fused
     # into a convolution.
-    "resnet18_v2": (32, (1, 8), (AssertionError, "cannot run the model MXNet %s's exporter "
-                                 "wrote (opset 8)"), {(1, 5), (1, 8), (1, 9)}),
+    "resnet18_v2": (
+        32,
+        (1, 8),
+        (AssertionError, "cannot run the model MXNet %s's exporter wrote (opset 8)"),
+        {(1, 5), (1, 8), (1, 9)},
+    ),
     "mobilenet0.25": (32, (1, 3), None, {(1, 3), (1, 9)}),
     # 1.3 has no converter for clip (ReLU6); 1.4 has one (read in its source, not run here).
-    "mobilenetv2_0.25": (32, (1, 4), (NotImplementedError, "cannot convert operator 'clip' (36 "
-                                      "nodes, the first 'mobilenetv20_features_relu60_relu6')"),
-                         {(1, 3), (1, 5), (1, 9)}),
+    "mobilenetv2_0.25": (
+        32,
+        (1, 4),
+        (
+            NotImplementedError,
+            "cannot convert operator 'clip' (36 "
+            "nodes, the first 'mobilenetv20_features_relu60_relu6')",
+        ),
+        {(1, 3), (1, 5), (1, 9)},
+    ),
     "densenet121": (224, (1, 8), None, {(1, 8), (1, 9)}),
     "squeezenet1.1": (224, (1, 3), None, {(1, 3), (1, 5), (1, 9)}),
     "vgg11_bn": (32, (1, 5), None, {(1, 5), (1, 9)}),
     # <= 1.8: average pooling is exported without count_include_pad.
-    "inceptionv3": (299, (1, 9), (AssertionError, "the first node that differs is "
-                                  "'inception30_A1_pool0_fwd' (Pooling)"), {(1, 8), (1, 9)}),
+    "inceptionv3": (
+        299,
+        (1, 9),
+        (AssertionError, "the first node that differs is 'inception30_A1_pool0_fwd' (Pooling)"),
+        {(1, 8), (1, 9)},
+    ),
 }
 
 
@@ -70,8 +92,9 @@ def _net(name):
 
 
 def _run(model, inputs):
-    session = onnxruntime.InferenceSession(model.SerializeToString(),
-                                           providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
     return session.run(None, inputs)
 
 
@@ -80,8 +103,9 @@ def _run(model, inputs):
 def test_model_zoo(name):
     side, since, before, run_on = ARCHS[name]
     if MX_VERSION[:2] not in run_on:
-        pytest.skip("run on MXNet %s only (CI time)" % ", ".join(
-            "%d.%d" % v for v in sorted(run_on)))
+        pytest.skip(
+            "run on MXNet %s only (CI time)" % ", ".join("%d.%d" % v for v in sorted(run_on))
+        )
     net, x, expected = _net(name)
     if not _compat.since(since):
         error, message = before
@@ -89,7 +113,7 @@ def test_model_zoo(name):
             mxcompat.to_onnx(net, [x.shape])
         assert (message % mx.__version__ if "%s" in message else message) in str(info.value)
         return
-    model = mxcompat.to_onnx(net, [x.shape])   # verify=True: onnxruntime agrees with MXNet
+    model = mxcompat.to_onnx(net, [x.shape])  # verify=True: onnxruntime agrees with MXNet
     assert [i.name for i in model.graph.input] == ["data"]
     params = net.collect_params()
     # Every parameter is an initializer (beside the exporter's constants), none an input.
@@ -125,7 +149,7 @@ def test_module_with_softmax_output_bound_and_loaded(tmpdir):
     mod = _softmax_module()
     x = np.random.RandomState(1).uniform(-1, 1, (2, 3, 8, 8)).astype("float32")
     expected = mod.predict(mx.io.NDArrayIter(x, batch_size=2)).asnumpy()
-    model = mod.to_onnx()          # the bound module's own shapes; SoftmaxOutput -> softmax
+    model = mod.to_onnx()  # the bound module's own shapes; SoftmaxOutput -> softmax
     assert [i.name for i in model.graph.input] == ["data"]
     assert [o.name for o in model.graph.output] == ["softmax"]
     (out,) = _run(model, {"data": x})
@@ -134,7 +158,7 @@ def test_module_with_softmax_output_bound_and_loaded(tmpdir):
 
     prefix = str(tmpdir.join("m"))
     mod.save_checkpoint(prefix, 0)
-    loaded = mx.mod.Module.load(prefix, 0)        # unbound: input shapes are needed
+    loaded = mx.mod.Module.load(prefix, 0)  # unbound: input shapes are needed
     with pytest.raises(ValueError, match=r"input_shapes is needed for 'data'"):
         mxcompat.to_onnx(loaded)
     (out,) = _run(mxcompat.to_onnx(loaded, {"data": (2, 3, 8, 8)}), {"data": x})
@@ -175,9 +199,11 @@ def test_onnx_is_unchanged_outside_an_export():
         return wrapped(*args, **kwargs)
 
     import wrapt
+
     graph_class = exporter._graph_class()
-    original = graph_class.__dict__["get_outputs" if "get_outputs" in graph_class.__dict__
-                                    else "infer_output_shape"]
+    original = graph_class.__dict__[
+        "get_outputs" if "get_outputs" in graph_class.__dict__ else "infer_output_shape"
+    ]
     name = "get_outputs" if "get_outputs" in graph_class.__dict__ else "infer_output_shape"
     setattr(graph_class, name, staticmethod(wrapt.FunctionWrapper(original.__func__, during)))
     try:
@@ -231,7 +257,8 @@ def test_unconvertible_operator_is_named():
         mxcompat.to_onnx((net, arg, {}), [(1, 4)])
     assert str(info.value) == (
         "mxcompat.to_onnx: MXNet %s's ONNX exporter (opset %d) cannot convert operator "
-        "'gamma' (node 'g')" % (mx.__version__, exporter._opsets()[1]))
+        "'gamma' (node 'g')" % (mx.__version__, exporter._opsets()[1])
+    )
 
 
 def _mlp():
@@ -240,8 +267,12 @@ def _mlp():
     net = mx.sym.Activation(net, act_type="relu", name="relu1")
     net = mx.sym.FullyConnected(net, num_hidden=3, name="fc2")
     rng = np.random.RandomState(0)
-    arg = {"fc1_weight": mx.nd.array(rng.randn(6, 4)), "fc1_bias": mx.nd.array(rng.randn(6)),
-           "fc2_weight": mx.nd.array(rng.randn(3, 6)), "fc2_bias": mx.nd.array(rng.randn(3))}
+    arg = {
+        "fc1_weight": mx.nd.array(rng.randn(6, 4)),
+        "fc1_bias": mx.nd.array(rng.randn(6)),
+        "fc2_weight": mx.nd.array(rng.randn(3, 6)),
+        "fc2_bias": mx.nd.array(rng.randn(3)),
+    }
     return net, arg
 
 
@@ -253,22 +284,29 @@ def test_verify_names_the_first_node_that_differs():
     broken.CopyFrom(model)
     for tensor in broken.graph.initializer:
         if tensor.name == "fc2_bias":
-            tensor.CopyFrom(onnx.numpy_helper.from_array(
-                arg["fc2_bias"].asnumpy() + np.float32(0.5), "fc2_bias"))
+            tensor.CopyFrom(
+                onnx.numpy_helper.from_array(
+                    arg["fc2_bias"].asnumpy() + np.float32(0.5), "fc2_bias"
+                )
+            )
     with pytest.raises(AssertionError) as info:
         verify._verify(broken, net, arg, ["data"], [(2, 4)], 1e-4, 1e-5)
     assert str(info.value) == (
         "mxcompat.to_onnx: onnxruntime's output differs from MXNet's beyond atol=1e-05, "
         "rtol=0.0001: fc2_output: largest difference 0.5; the first node that differs is "
-        "'fc2' (FullyConnected), largest difference 0.5")
+        "'fc2' (FullyConnected), largest difference 0.5"
+    )
 
 
 @needs_onnx
 def test_bad_arguments():
     net, arg = _mlp()
     low, high = exporter._opsets()
-    with pytest.raises(ValueError, match=r"opset=99: MXNet %s's exporter writes opset %s$"
-                       % (mx.__version__, low if low == high else "%d to %d" % (low, high))):
+    with pytest.raises(
+        ValueError,
+        match=r"opset=99: MXNet %s's exporter writes opset %s$"
+        % (mx.__version__, low if low == high else "%d to %d" % (low, high)),
+    ):
         mxcompat.to_onnx((net, arg, {}), [(2, 4)], opset=99)
     with pytest.raises(ValueError, match=r"2 input shape\(s\) given, the model has 1 input"):
         mxcompat.to_onnx((net, arg, {}), [(2, 4), (2, 4)])
@@ -277,13 +315,14 @@ def test_bad_arguments():
 
 
 def test_without_onnx_says_what_to_install(monkeypatch):
-    monkeypatch.setitem(sys.modules, "onnx", None)   # `import onnx` raises ImportError
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` raises ImportError
     net, arg = _mlp()
     with pytest.raises(ImportError) as info:
         mxcompat.to_onnx((net, arg, {}), [(2, 4)])
     assert str(info.value).startswith("mxcompat: mxcompat.to_onnx needs the onnx package")
-    assert str(info.value).endswith("install it: pip install 'mxcompat[onnx]'  (or: pip "
-                                    "install onnx onnxruntime)")
+    assert str(info.value).endswith(
+        "install it: pip install 'mxcompat[onnx]'  (or: pip install onnx onnxruntime)"
+    )
 
 
 def test_patch_imports_no_more_of_onnx_than_mxnet_does():
@@ -303,9 +342,15 @@ def test_patch_imports_no_more_of_onnx_than_mxnet_does():
 def _mxcompat(*args):
     import subprocess
     from conftest import subprocess_env
-    return subprocess.run([sys.executable, "-m", "mxcompat"] + list(args),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=subprocess_env(), timeout=300)
+
+    return subprocess.run(
+        [sys.executable, "-m", "mxcompat"] + list(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=subprocess_env(),
+        timeout=300,
+    )
 
 
 @needs_onnx
@@ -317,16 +362,28 @@ def test_cli_converts_a_checkpoint(tmpdir):
     assert proc.returncode == 0, proc.stderr
     opset = exporter._opsets()[1]
     model = onnx.load(prefix + ".onnx")
-    assert proc.stdout == "wrote %s.onnx: opset %d, %d nodes, inputs data; onnxruntime %s " \
-                          "agrees with MXNet %s\n" % (prefix, opset, len(model.graph.node),
-                                                      onnxruntime.__version__, mx.__version__)
+    assert (
+        proc.stdout == "wrote %s.onnx: opset %d, %d nodes, inputs data; onnxruntime %s "
+        "agrees with MXNet %s\n"
+        % (prefix, opset, len(model.graph.node), onnxruntime.__version__, mx.__version__)
+    )
     x = np.random.RandomState(1).uniform(-1, 1, (2, 3, 8, 8)).astype("float32")
     expected = mod.predict(mx.io.NDArrayIter(x, batch_size=2)).asnumpy()
     np.testing.assert_allclose(_run(model, {"data": x})[0], expected, rtol=1e-5, atol=1e-6)
 
     out = str(tmpdir.join("other.onnx"))
-    proc = _mxcompat("onnx", prefix, "3", "--input-shape", "1,3,8,8", "-o", out,
-                     "--opset", str(opset), "--no-verify")
+    proc = _mxcompat(
+        "onnx",
+        prefix,
+        "3",
+        "--input-shape",
+        "1,3,8,8",
+        "-o",
+        out,
+        "--opset",
+        str(opset),
+        "--no-verify",
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("wrote %s: opset %d," % (out, opset))
     assert onnx.load(out).graph.input[0].type.tensor_type.shape.dim[0].dim_value == 1
@@ -334,9 +391,11 @@ def test_cli_converts_a_checkpoint(tmpdir):
 
 def test_cli_errors_are_one_line(tmpdir):
     proc = _mxcompat("onnx", str(tmpdir.join("none")), "0", "--input-shape", "1,3,8,8")
-    assert (proc.returncode, proc.stderr) == (1, "mxcompat onnx: no checkpoint %s, epoch 0: "
-                                              "%s-symbol.json and %s-0000.params not found\n"
-                                              % ((str(tmpdir.join("none")),) * 3))
+    assert (proc.returncode, proc.stderr) == (
+        1,
+        "mxcompat onnx: no checkpoint %s, epoch 0: "
+        "%s-symbol.json and %s-0000.params not found\n" % ((str(tmpdir.join("none")),) * 3),
+    )
     proc = _mxcompat("onnx", "m", "0", "--input-shape", "1,x")
     assert proc.returncode == 2
     assert "'1,x' is not a shape like 1,3,224,224" in proc.stderr
@@ -345,22 +404,26 @@ def test_cli_errors_are_one_line(tmpdir):
 @needs_onnx
 def test_check_line(tmpdir):
     from mxcompat.cli import check
+
     opset = exporter._opsets()[1]
     assert check._check_onnx(mx, str(tmpdir)) == (
         "export_model wrote opset %d; to_onnx: onnxruntime %s agrees (opset %d)"
-        % (opset, onnxruntime.__version__, opset))
+        % (opset, onnxruntime.__version__, opset)
+    )
 
 
 @needs_onnx
 @pytest.mark.skipif(ONNX_HAS_MAPPING, reason="needs onnx >= 1.19 (no onnx.mapping)")
 def test_check_line_fails_without_the_patch(tmpdir, unpatched):
     from mxcompat.cli import check
+
     with pytest.raises(ImportError, match="Onnx and protobuf need to be installed"):
         check._check_onnx(mx, str(tmpdir))
 
 
 def test_check_line_skips_without_onnx(tmpdir, monkeypatch):
     from mxcompat.cli import check
+
     monkeypatch.setitem(sys.modules, "onnx", None)
     with pytest.raises(check.Skip, match=r"^needs onnx and onnxruntime: pip install "):
         check._check_onnx(mx, str(tmpdir))

@@ -6,7 +6,7 @@ import mxdemo
 def test_served_module_predicts_like_gluon():
     net = mxdemo.tiny_net()
     x = mx.nd.ones((3, 5))
-    expected = net(x).asnumpy().tolist()   # export needs a forward pass first
+    expected = net(x).asnumpy().tolist()  # export needs a forward pass first
     assert mxdemo.serve_as_module(net, x).asnumpy().tolist() == expected
 
 

@@ -1,5 +1,6 @@
 """The runner of ``mxcompat check``: each registered scenario in a temporary folder, its
 outcome (ok, failed, skipped) and the report."""
+
 import json
 import os
 import platform
@@ -27,6 +28,7 @@ def check(name, title):
     def register(func):
         _checks.append((name, title, func))
         return func
+
     return register
 
 
@@ -34,9 +36,15 @@ def _versions(mx):
     import numpy
     import wrapt
     from ... import __version__
-    info = {"mxcompat": __version__, "python": platform.python_version(),
-            "numpy": numpy.__version__, "wrapt": getattr(wrapt, "__version__", "?"),
-            "mxnet": getattr(mx, "__version__", None) if mx else None, "mxnet_features": None}
+
+    info = {
+        "mxcompat": __version__,
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "wrapt": getattr(wrapt, "__version__", "?"),
+        "mxnet": getattr(mx, "__version__", None) if mx else None,
+        "mxnet_features": None,
+    }
     if mx is not None:
         info["mxnet_features"] = _compat.build_features()
     return info
@@ -44,6 +52,7 @@ def _versions(mx):
 
 def run_checks():
     import mxcompat  # noqa: F401  (patches land when mxnet is imported below)
+
     results = []
     # The check's output is its report: keep MXNet's import-time DeprecationWarnings and the
     # C++ "Subgraph backend MKLDNN is activated" lines out of it.
@@ -53,13 +62,26 @@ def run_checks():
             warnings.simplefilter("ignore", DeprecationWarning)
             import mxnet as mx
     except Exception as exc:  # pylint: disable=broad-except
-        results.append({"name": "import", "title": "import mxnet", "status": FAIL,
-                        "detail": "%s: %s" % (type(exc).__name__, exc), "seconds": 0.0})
+        results.append(
+            {
+                "name": "import",
+                "title": "import mxnet",
+                "status": FAIL,
+                "detail": "%s: %s" % (type(exc).__name__, exc),
+                "seconds": 0.0,
+            }
+        )
         return results, _versions(None)
     if not _compat.is_supported(_compat.parse_version(mx.__version__)):
-        results.append({"name": "version", "title": "supported MXNet", "status": FAIL,
-                        "detail": "mxnet %s is outside %s" % (mx.__version__, _compat.SUPPORTED),
-                        "seconds": 0.0})
+        results.append(
+            {
+                "name": "version",
+                "title": "supported MXNet",
+                "status": FAIL,
+                "detail": "mxnet %s is outside %s" % (mx.__version__, _compat.SUPPORTED),
+                "seconds": 0.0,
+            }
+        )
         return results, _versions(mx)
     for name, title, func in _checks:
         tmp = tempfile.mkdtemp(prefix="mxcompat-check-")
@@ -74,8 +96,15 @@ def run_checks():
                 traceback.print_exc()
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        results.append({"name": name, "title": title, "status": status,
-                        "detail": detail, "seconds": round(time.time() - start, 3)})
+        results.append(
+            {
+                "name": name,
+                "title": title,
+                "status": status,
+                "detail": detail,
+                "seconds": round(time.time() - start, 3),
+            }
+        )
     return results, _versions(mx)
 
 
@@ -111,10 +140,23 @@ def main(as_json=False):
         for r in results:
             _print_line(r, out)
         feats = versions["mxnet_features"]
-        out.write("mxnet %s (%s), Python %s, NumPy %s, wrapt %s, mxcompat %s\n" % (
-            versions["mxnet"], ", ".join(feats) if feats else "build features unknown",
-            versions["python"], versions["numpy"], versions["wrapt"], versions["mxcompat"]))
-        out.write("%d passed, %d failed, %d skipped\n" % (
-            sum(r["status"] == OK for r in results), len(failed),
-            sum(r["status"] == SKIP for r in results)))
+        out.write(
+            "mxnet %s (%s), Python %s, NumPy %s, wrapt %s, mxcompat %s\n"
+            % (
+                versions["mxnet"],
+                ", ".join(feats) if feats else "build features unknown",
+                versions["python"],
+                versions["numpy"],
+                versions["wrapt"],
+                versions["mxcompat"],
+            )
+        )
+        out.write(
+            "%d passed, %d failed, %d skipped\n"
+            % (
+                sum(r["status"] == OK for r in results),
+                len(failed),
+                sum(r["status"] == SKIP for r in results),
+            )
+        )
     return 1 if failed else 0

@@ -9,6 +9,7 @@ user's project are reinstalled into them on every run.  Exit status: 0 when ever
 ran passed, 1 when one failed (or could not be built, or with ``--strict`` lacked its
 interpreter), 2 for a usage error.
 """
+
 import argparse
 import json
 import os
@@ -21,8 +22,16 @@ from ... import __version__
 from ..._core import versions as _versions
 from ._common import CACHE_ENV, ERROR, FAILED, MARKER, PASSED, SKIPPED, UsageError  # noqa: F401
 from .display import LiveDisplay, PlainDisplay
-from .envs import (Env, Packages, Runner, _python_version, default_mxcompat_spec,  # noqa: F401
-                   find_python, find_uv, first_failure)
+from .envs import (
+    Env,
+    Packages,
+    Runner,
+    _python_version,
+    default_mxcompat_spec,  # noqa: F401
+    find_python,
+    find_uv,
+    first_failure,
+)
 from .report import _exit_code, table, write_junit
 from .select import select
 
@@ -36,63 +45,123 @@ directory first on PATH.  Under pytest, mxcompat's plugin applies the patches; f
 use `mxcompat run script.py` as the command.  Example:
 
   mxcompat matrix --with pytest --mxnet 1.5.1,1.9.1 -- pytest -q tests/
-""" % "\n".join("  %-28s MXNet %-12s Python %-5s %s" % (c.name, c.mxnet, c.python, c.numpy)
-                for c in _versions.COMBINATIONS)
-
+""" % "\n".join(
+    "  %-28s MXNet %-12s Python %-5s %s" % (c.name, c.mxnet, c.python, c.numpy)
+    for c in _versions.COMBINATIONS
+)
 
 
 def _parser():
     parser = argparse.ArgumentParser(
-        prog="mxcompat matrix", usage=USAGE, epilog=EPILOG,
+        prog="mxcompat matrix",
+        usage=USAGE,
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run COMMAND in a fresh environment per supported MXNet x Python x NumPy "
-                    "combination, and say where it passes.")
+        "combination, and say where it passes.",
+    )
     sel = parser.add_argument_group("which combinations (all by default)")
-    sel.add_argument("--mxnet", metavar="VERSIONS",
-                     help="comma-separated MXNet releases, e.g. 1.5.1,1.9.1 (1.5 means every "
-                          "1.5.x)")
+    sel.add_argument(
+        "--mxnet",
+        metavar="VERSIONS",
+        help="comma-separated MXNet releases, e.g. 1.5.1,1.9.1 (1.5 means every 1.5.x)",
+    )
     sel.add_argument("--python", metavar="VERSIONS", help="comma-separated Pythons, e.g. 3.13")
-    sel.add_argument("--numpy", choices=("latest", "pinned"),
-                     help="latest: only the envs on the newest NumPy there is; pinned: the rest")
-    sel.add_argument("--modern", action="store_true",
-                     help="only today's stack: Python 3.12+ (NumPy 1.26 and 2.x)")
-    sel.add_argument("--env", action="append", default=[], metavar="NAME",
-                     help="a combination by name (see --list); repeatable")
-    sel.add_argument("--list", action="store_true",
-                     help="print the selected combinations, which of them this machine can "
-                          "run and why not the others, then exit")
-    sel.add_argument("--strict", action="store_true",
-                     help="a combination whose Python is missing is an error, not a skip")
+    sel.add_argument(
+        "--numpy",
+        choices=("latest", "pinned"),
+        help="latest: only the envs on the newest NumPy there is; pinned: the rest",
+    )
+    sel.add_argument(
+        "--modern",
+        action="store_true",
+        help="only today's stack: Python 3.12+ (NumPy 1.26 and 2.x)",
+    )
+    sel.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a combination by name (see --list); repeatable",
+    )
+    sel.add_argument(
+        "--list",
+        action="store_true",
+        help="print the selected combinations, which of them this machine can "
+        "run and why not the others, then exit",
+    )
+    sel.add_argument(
+        "--strict",
+        action="store_true",
+        help="a combination whose Python is missing is an error, not a skip",
+    )
     inst = parser.add_argument_group("what goes into each env")
-    inst.add_argument("--with", dest="with_", action="append", default=[], metavar="PKG",
-                      help="also install this requirement (e.g. pytest); repeatable")
-    inst.add_argument("-r", "--requirements", action="append", default=[], metavar="FILE",
-                      help="also install the requirements in FILE; repeatable")
-    inst.add_argument("--no-install-project", action="store_true",
-                      help="do not install the project in the current directory")
-    inst.add_argument("--mxcompat", metavar="SPEC",
-                      help="what to install as mxcompat (a directory, a wheel or a "
-                           "requirement; default: this mxcompat's own source, else "
-                           "mxcompat==%s)" % __version__)
-    inst.add_argument("--recreate", action="store_true",
-                      help="rebuild the cached envs instead of reusing them")
-    inst.add_argument("--cache-dir", metavar="DIR",
-                      help="where envs are cached (default: $%s, else "
-                           "~/.cache/mxcompat/matrix)" % CACHE_ENV)
-    inst.add_argument("--download-pythons", action="store_true",
-                      help="let uv download an interpreter this machine lacks")
+    inst.add_argument(
+        "--with",
+        dest="with_",
+        action="append",
+        default=[],
+        metavar="PKG",
+        help="also install this requirement (e.g. pytest); repeatable",
+    )
+    inst.add_argument(
+        "-r",
+        "--requirements",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="also install the requirements in FILE; repeatable",
+    )
+    inst.add_argument(
+        "--no-install-project",
+        action="store_true",
+        help="do not install the project in the current directory",
+    )
+    inst.add_argument(
+        "--mxcompat",
+        metavar="SPEC",
+        help="what to install as mxcompat (a directory, a wheel or a "
+        "requirement; default: this mxcompat's own source, else "
+        "mxcompat==%s)" % __version__,
+    )
+    inst.add_argument(
+        "--recreate", action="store_true", help="rebuild the cached envs instead of reusing them"
+    )
+    inst.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where envs are cached (default: $%s, else ~/.cache/mxcompat/matrix)" % CACHE_ENV,
+    )
+    inst.add_argument(
+        "--download-pythons",
+        action="store_true",
+        help="let uv download an interpreter this machine lacks",
+    )
     run = parser.add_argument_group("running")
-    run.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
-                     help="envs to run at once (default: half the cores, at least 1)")
-    run.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                     help="stop COMMAND in an env after this long (then it failed)")
+    run.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="envs to run at once (default: half the cores, at least 1)",
+    )
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop COMMAND in an env after this long (then it failed)",
+    )
     run.add_argument("--json", metavar="PATH", help="write the results as JSON to PATH")
-    run.add_argument("--junit", metavar="DIR",
-                     help="write one JUnit XML file per env into DIR (for CI)")
+    run.add_argument(
+        "--junit", metavar="DIR", help="write one JUnit XML file per env into DIR (for CI)"
+    )
     return parser
 
 
 # --- main ------------------------------------------------------------------------------------
+
 
 def _cache_dir(args):
     if args.cache_dir:
@@ -125,10 +194,15 @@ def _print_list(envs, out):
     width = max(len(e.name) for e in envs)
     for e in envs:
         c = e.combination
-        where = ("Python %s at %s" % (e.python_version, e.python) if e.python
-                 else "cannot run here: %s" % e.reason)
-        out.write("%-*s  MXNet %-12s Python %-5s %-14s %s\n" % (width, e.name, c.mxnet,
-                                                               c.python, c.numpy, where))
+        where = (
+            "Python %s at %s" % (e.python_version, e.python)
+            if e.python
+            else "cannot run here: %s" % e.reason
+        )
+        out.write(
+            "%-*s  MXNet %-12s Python %-5s %-14s %s\n"
+            % (width, e.name, c.mxnet, c.python, c.numpy, where)
+        )
         for line in c.install_lines():
             out.write("%-*s    %s\n" % (width, "", line))
 
@@ -139,7 +213,7 @@ def main(argv, out=None):
     command = []
     if "--" in argv:
         at = argv.index("--")
-        argv, command = argv[:at], argv[at + 1:]
+        argv, command = argv[:at], argv[at + 1 :]
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -147,18 +221,24 @@ def main(argv, out=None):
             raise UsageError("--jobs must be at least 1")
         # Not "> 0" alone: nan compares false both ways and would stop no command.
         if args.timeout is not None and not 0 < args.timeout < float("inf"):
-            raise UsageError("--timeout must be a positive number of seconds, not %s"
-                             % args.timeout)
+            raise UsageError(
+                "--timeout must be a positive number of seconds, not %s" % args.timeout
+            )
         combos = select(args)
         if not args.list and not command:
-            raise UsageError("name the command to run after --, e.g. "
-                             "mxcompat matrix -- pytest -q tests/")
+            raise UsageError(
+                "name the command to run after --, e.g. mxcompat matrix -- pytest -q tests/"
+            )
         project = os.getcwd()
-        if not (args.list or args.no_install_project or any(
-                os.path.exists(os.path.join(project, f)) for f in ("pyproject.toml",
-                                                                   "setup.py"))):
-            raise UsageError("no pyproject.toml or setup.py in %s to install: run from your "
-                             "project's folder or pass --no-install-project" % project)
+        if not (
+            args.list
+            or args.no_install_project
+            or any(os.path.exists(os.path.join(project, f)) for f in ("pyproject.toml", "setup.py"))
+        ):
+            raise UsageError(
+                "no pyproject.toml or setup.py in %s to install: run from your "
+                "project's folder or pass --no-install-project" % project
+            )
         for req in args.requirements:
             if not os.path.exists(req):
                 raise UsageError("-r %s: no such file" % req)
@@ -187,8 +267,10 @@ def main(argv, out=None):
     if spec and os.path.exists(spec):
         spec = os.path.abspath(spec)
     if not live:
-        out.write("mxcompat matrix: %d env(s), %d at a time, cache %s, mxcompat from %s\n"
-                  % (len(runnable), jobs, cache, spec))
+        out.write(
+            "mxcompat matrix: %d env(s), %d at a time, cache %s, mxcompat from %s\n"
+            % (len(runnable), jobs, cache, spec)
+        )
         for e in envs:
             if e.result is not None:
                 display.update(e)
@@ -196,8 +278,13 @@ def main(argv, out=None):
     workdir = tempfile.mkdtemp(prefix="mxcompat-matrix-")
     try:
         try:
-            packages = Packages(uv, spec, None if args.no_install_project else project,
-                                workdir, os.path.join(cache, "logs", "build.log"))
+            packages = Packages(
+                uv,
+                spec,
+                None if args.no_install_project else project,
+                workdir,
+                os.path.join(cache, "logs", "build.log"),
+            )
         except UsageError as exc:
             sys.stderr.write("mxcompat matrix: error: %s\n" % exc)
             return 1
@@ -214,9 +301,18 @@ def main(argv, out=None):
     code = _exit_code(envs, args.strict)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"command": command, "project": project, "mxcompat": spec,
-                       "cache": cache, "exit_code": code,
-                       "envs": [e.as_json() for e in envs]}, f, indent=2)
+            json.dump(
+                {
+                    "command": command,
+                    "project": project,
+                    "mxcompat": spec,
+                    "cache": cache,
+                    "exit_code": code,
+                    "envs": [e.as_json() for e in envs],
+                },
+                f,
+                indent=2,
+            )
             f.write("\n")
     if args.junit:
         write_junit(envs, args.junit)

@@ -1,7 +1,6 @@
 """What every part of ``mxcompat matrix`` shares: the outcomes, the cache's format, the
 error of a run that cannot be made."""
 
-
 from ..._core import settings
 
 PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"

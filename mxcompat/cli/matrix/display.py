@@ -1,4 +1,5 @@
 """What ``mxcompat matrix`` shows while it runs: one line per env, or a live table."""
+
 import shutil
 import threading
 
@@ -54,7 +55,7 @@ class LiveDisplay(PlainDisplay):
         text = "%-28s %-10s %6.1f s" % (env.name, state, env.elapsed)
         if env.result not in (None, PASSED) and env.first_failure:
             text += "  " + env.first_failure
-        return text[:shutil.get_terminal_size((100, 20)).columns - 1]
+        return text[: shutil.get_terminal_size((100, 20)).columns - 1]
 
     def _draw(self):
         if self.drawn:

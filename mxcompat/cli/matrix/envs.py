@@ -1,5 +1,6 @@
 """The environments of ``mxcompat matrix``: uv, the interpreters, mxcompat and the project
 built once into wheels, each combination's venv built (cached) and its command run."""
+
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ def find_uv():
     PATH."""
     try:
         import uv
+
         return uv.find_uv_bin()
     except Exception:  # pylint: disable=broad-except  (not installed, or no binary in it)
         found = shutil.which("uv")
@@ -39,8 +41,11 @@ def _search_path():
             d = os.path.join(versions, name, "bin")
             if os.path.isdir(d):
                 dirs.append(d)
-    dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep)
-             if d and os.path.normpath(d) != os.path.normpath(shims)]
+    dirs += [
+        d
+        for d in os.environ.get("PATH", "").split(os.pathsep)
+        if d and os.path.normpath(d) != os.path.normpath(shims)
+    ]
     return os.pathsep.join(dirs)
 
 
@@ -51,8 +56,14 @@ def find_python(uv, version, download=False):
         cmd.append("--no-python-downloads")
     env = dict(os.environ, PATH=_search_path())
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              universal_newlines=True, env=env, timeout=600)
+        proc = subprocess.run(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            env=env,
+            timeout=600,
+        )
     except subprocess.TimeoutExpired:
         return None, "uv python find %s took more than 600 s" % version
     path = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
@@ -60,17 +71,24 @@ def find_python(uv, version, download=False):
         return path, None
     detail = proc.stderr.strip().splitlines()
     return None, "no Python %s interpreter found (uv: %s)" % (
-        version, detail[0] if detail else "exit %d" % proc.returncode)
+        version,
+        detail[0] if detail else "exit %d" % proc.returncode,
+    )
 
 
 def _python_version(python):
-    proc = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=120)
+    proc = subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        timeout=120,
+    )
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
 # --- what gets installed ---------------------------------------------------------------------
+
 
 def default_mxcompat_spec():
     """This mxcompat, as pip can install it elsewhere: its source checkout, else the local
@@ -86,7 +104,7 @@ def default_mxcompat_spec():
     try:
         try:
             from importlib import metadata
-        except ImportError:   # Python 3.7
+        except ImportError:  # Python 3.7
             import importlib_metadata as metadata
         text = metadata.distribution("mxcompat").read_text("direct_url.json")
         url = json.loads(text)["url"] if text else ""
@@ -94,6 +112,7 @@ def default_mxcompat_spec():
         url = ""
     if url.startswith("file://"):
         from urllib.parse import unquote, urlparse
+
         path = unquote(urlparse(url).path)
         if os.path.exists(path):
             return path
@@ -121,12 +140,16 @@ class Packages:
         with open(self.log, "a") as logf:
             logf.write("$ uv build --wheel %s\n" % source)
             logf.flush()
-            proc = subprocess.run([uv, "build", "--wheel", "--out-dir", out, source],
-                                  stdout=logf, stderr=subprocess.STDOUT, timeout=INSTALL_TIMEOUT)
+            proc = subprocess.run(
+                [uv, "build", "--wheel", "--out-dir", out, source],
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                timeout=INSTALL_TIMEOUT,
+            )
         wheels = [f for f in os.listdir(out) if f.endswith(".whl")]
         if proc.returncode != 0 or len(wheels) != 1:
             raise UsageError("cannot build a wheel of %s (see %s)" % (source, self.log))
-        name, _, rest = wheels[0][:-len(".whl")].partition("-")
+        name, _, rest = wheels[0][: -len(".whl")].partition("-")
         self.names.append(name)
         if rest.endswith("-none-any"):
             self.specs.append(os.path.join(out, wheels[0]))
@@ -136,8 +159,9 @@ class Packages:
 
 
 def _env_key(combination, python, python_version):
-    text = json.dumps([CACHE_FORMAT, os.path.realpath(python), python_version,
-                       combination.install_steps()])
+    text = json.dumps(
+        [CACHE_FORMAT, os.path.realpath(python), python_version, combination.install_steps()]
+    )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
@@ -147,7 +171,7 @@ class Env:
     def __init__(self, combination):
         self.combination = combination
         self.name = combination.name
-        self.python = None          # the base interpreter
+        self.python = None  # the base interpreter
         self.python_version = None
         self.numpy_version = None
         self.path = None
@@ -172,14 +196,25 @@ class Env:
 
     def as_json(self):
         c = self.combination
-        return {"env": self.name, "mxnet": c.mxnet, "python": c.python,
-                "python_version": self.python_version, "numpy": c.numpy,
-                "numpy_version": self.numpy_version, "install": c.install_lines(),
-                "result": self.result, "reason": self.reason, "returncode": self.returncode,
-                "first_failure": self.first_failure, "reused": self.reused,
-                "install_s": round(self.install_s, 1), "run_s": round(self.run_s, 1),
-                "time_s": round(self.install_s + self.run_s, 1), "path": self.path,
-                "log": self.log}
+        return {
+            "env": self.name,
+            "mxnet": c.mxnet,
+            "python": c.python,
+            "python_version": self.python_version,
+            "numpy": c.numpy,
+            "numpy_version": self.numpy_version,
+            "install": c.install_lines(),
+            "result": self.result,
+            "reason": self.reason,
+            "returncode": self.returncode,
+            "first_failure": self.first_failure,
+            "reused": self.reused,
+            "install_s": round(self.install_s, 1),
+            "run_s": round(self.run_s, 1),
+            "time_s": round(self.install_s + self.run_s, 1),
+            "path": self.path,
+            "log": self.log,
+        }
 
 
 class _Failed(Exception):
@@ -205,8 +240,14 @@ class Runner:
         full_env.update(extra_env or {})
         begin = time.time()
         try:
-            proc = subprocess.run(cmd, stdout=logf, stderr=subprocess.STDOUT, env=full_env,
-                                  timeout=timeout, cwd=self.project)
+            proc = subprocess.run(
+                cmd,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                env=full_env,
+                timeout=timeout,
+                cwd=self.project,
+            )
         except subprocess.TimeoutExpired:
             raise _Failed("%s took more than %d s" % (cmd[0], timeout))
         logf.write("(%.1f s)\n" % (time.time() - begin))
@@ -214,16 +255,24 @@ class Runner:
             raise _Failed("`%s` failed (exit %d)" % (" ".join(cmd[:4]), proc.returncode))
 
     def _pip(self, env, logf, args, extra_env=None):
-        self._step(env, logf, [self.uv, "pip", "install", "--python", self._env_python(env)]
-                   + list(args), extra_env)
+        self._step(
+            env,
+            logf,
+            [self.uv, "pip", "install", "--python", self._env_python(env)] + list(args),
+            extra_env,
+        )
 
     def _env_python(self, env):
         return os.path.join(env.path, "bin", "python")
 
     def _freeze(self, env):
-        proc = subprocess.run([self.uv, "pip", "freeze", "--python", self._env_python(env)],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              universal_newlines=True, timeout=300)
+        proc = subprocess.run(
+            [self.uv, "pip", "freeze", "--python", self._env_python(env)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            universal_newlines=True,
+            timeout=300,
+        )
         pins = {}
         for line in proc.stdout.splitlines():
             name, sep, version = line.partition("==")
@@ -255,8 +304,9 @@ class Runner:
 
     def _build(self, env, logf):
         c = env.combination
-        env.path = os.path.join(self.cache, "%s-%s" % (c.name, _env_key(
-            c, env.python, env.python_version)))
+        env.path = os.path.join(
+            self.cache, "%s-%s" % (c.name, _env_key(c, env.python, env.python_version))
+        )
         marker = os.path.join(env.path, MARKER)
         env.state = "installing"
         self.display.update(env)
@@ -269,12 +319,16 @@ class Runner:
                 self._step(env, logf, [self.uv, "venv", "--python", env.python, env.path])
                 for step in c.install_steps():
                     self._pip(env, logf, step)
-                if (_compat.since(_compat.NUMPY_SUBPACKAGE, _compat.parse_version(c.mxnet))
-                        and not c.modern
-                        and subprocess.run([self._env_python(env), "-c",
-                                            "import distutils.version"],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                           timeout=120).returncode):
+                if (
+                    _compat.since(_compat.NUMPY_SUBPACKAGE, _compat.parse_version(c.mxnet))
+                    and not c.modern
+                    and subprocess.run(
+                        [self._env_python(env), "-c", "import distutils.version"],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        timeout=120,
+                    ).returncode
+                ):
                     # A distribution's Python without its distutils package (Debian's
                     # python3-distutils): MXNet 1.6+ imports it and mxcompat serves it on
                     # 3.12+ only; setuptools provides it.
@@ -310,24 +364,38 @@ class Runner:
         bindir = os.path.join(env.path, "bin")
         run_env = dict(os.environ)
         run_env.pop("PYTHONHOME", None)
-        run_env.update(VIRTUAL_ENV=env.path, **{settings.MATRIX_ENV: env.name},
-                       PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+        run_env.update(
+            VIRTUAL_ENV=env.path,
+            **{settings.MATRIX_ENV: env.name},
+            PATH=bindir + os.pathsep + os.environ.get("PATH", ""),
+        )
         command = list(self.command)
         local = os.path.join(bindir, command[0])
-        if os.sep not in command[0] and not os.path.exists(local) and command[0] in (
-                "pytest", "py.test", "python", "python3"):
+        if (
+            os.sep not in command[0]
+            and not os.path.exists(local)
+            and command[0] in ("pytest", "py.test", "python", "python3")
+        ):
             # Found elsewhere on PATH it would run another Python's tests.
             env.result, env.reason = ERROR, "%s is not installed in the env" % command[0]
             env.first_failure = "%s is not installed in the env (add --with %s)" % (
-                command[0], "pytest" if "test" in command[0] else command[0])
+                command[0],
+                "pytest" if "test" in command[0] else command[0],
+            )
             return
         logf.write("$ %s\n" % " ".join(command))
         logf.flush()
         start_at = logf.tell()
         begin = time.time()
         try:
-            proc = subprocess.run(command, stdout=logf, stderr=subprocess.STDOUT,
-                                  env=run_env, cwd=self.project, timeout=self.args.timeout)
+            proc = subprocess.run(
+                command,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                env=run_env,
+                cwd=self.project,
+                timeout=self.args.timeout,
+            )
             env.returncode = proc.returncode
         except subprocess.TimeoutExpired:
             env.returncode = None
@@ -365,8 +433,9 @@ class _lock_file:
         self.f = open(self.path, "w")
         try:
             import fcntl
+
             fcntl.flock(self.f, fcntl.LOCK_EX)
-        except ImportError:   # not POSIX: no lock
+        except ImportError:  # not POSIX: no lock
             pass
         return self
 

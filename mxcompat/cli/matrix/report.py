@@ -1,4 +1,5 @@
 """What ``mxcompat matrix`` reports: the table, JUnit XML per env, the exit code."""
+
 import os
 from xml.sax.saxutils import escape, quoteattr
 
@@ -11,11 +12,17 @@ def table(envs):
     rows = [("env", "MXNet", "Python", "NumPy", "result", "time", "first failing line")]
     for env in envs:
         c = env.combination
-        rows.append((env.name, c.mxnet, env.python_version or c.python,
-                     env.numpy_version or c.numpy_version or c.numpy,
-                     env.result,
-                     "%.1f s" % (env.install_s + env.run_s) if env.started else "-",
-                     (env.first_failure or "") if env.result != PASSED else ""))
+        rows.append(
+            (
+                env.name,
+                c.mxnet,
+                env.python_version or c.python,
+                env.numpy_version or c.numpy_version or c.numpy,
+                env.result,
+                "%.1f s" % (env.install_s + env.run_s) if env.started else "-",
+                (env.first_failure or "") if env.result != PASSED else "",
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     lines = []
     for r in rows:
@@ -41,12 +48,21 @@ def write_junit(envs, directory):
             body = "<error message=%s>%s</error>" % (message, escape(output))
         elif skipped:
             body = "<skipped message=%s/>" % quoteattr(env.reason or "")
-        xml = ('<?xml version="1.0" encoding="utf-8"?>\n'
-               '<testsuites><testsuite name="mxcompat-matrix" tests="1" failures="%d" '
-               'errors="%d" skipped="%d" time="%.1f"><testcase classname="mxcompat.matrix" '
-               'name=%s time="%.1f">%s</testcase></testsuite></testsuites>\n'
-               % (failures, errors, skipped, env.install_s + env.run_s, quoteattr(env.name),
-                  env.install_s + env.run_s, body))
+        xml = (
+            '<?xml version="1.0" encoding="utf-8"?>\n'
+            '<testsuites><testsuite name="mxcompat-matrix" tests="1" failures="%d" '
+            'errors="%d" skipped="%d" time="%.1f"><testcase classname="mxcompat.matrix" '
+            'name=%s time="%.1f">%s</testcase></testsuite></testsuites>\n'
+            % (
+                failures,
+                errors,
+                skipped,
+                env.install_s + env.run_s,
+                quoteattr(env.name),
+                env.install_s + env.run_s,
+                body,
+            )
+        )
         with open(os.path.join(directory, env.name + ".xml"), "w") as f:
             f.write(xml)
 

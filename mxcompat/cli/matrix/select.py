@@ -1,4 +1,5 @@
 """Which combinations a ``mxcompat matrix`` run takes (``--mxnet``, ``--python``, ...)."""
+
 from packaging.version import InvalidVersion, Version
 
 from ..._core import versions as _versions
@@ -15,7 +16,7 @@ def _release_matches(wanted, version):
         prefix = Version(wanted).release
     except InvalidVersion:
         return False
-    return Version(version).release[:len(prefix)] == prefix
+    return Version(version).release[: len(prefix)] == prefix
 
 
 def select(args):
@@ -28,12 +29,16 @@ def select(args):
         combos = [c for c in combos if c.name in args.env]
     if args.mxnet:
         wanted = _csv(args.mxnet)
-        bad = [w for w in wanted if not any(_release_matches(w, c.mxnet)
-                                            for c in _versions.COMBINATIONS)]
+        bad = [
+            w
+            for w in wanted
+            if not any(_release_matches(w, c.mxnet) for c in _versions.COMBINATIONS)
+        ]
         if bad:
-            raise UsageError("--mxnet: no supported combination has MXNet %s (there are: %s)"
-                             % (", ".join(bad), ", ".join(sorted(set(
-                                 c.mxnet for c in _versions.COMBINATIONS)))))
+            raise UsageError(
+                "--mxnet: no supported combination has MXNet %s (there are: %s)"
+                % (", ".join(bad), ", ".join(sorted(set(c.mxnet for c in _versions.COMBINATIONS))))
+            )
         combos = [c for c in combos if any(_release_matches(w, c.mxnet) for w in wanted)]
     if args.python:
         combos = [c for c in combos if c.python in _csv(args.python)]
@@ -42,6 +47,7 @@ def select(args):
     if args.modern:
         combos = [c for c in combos if c.modern]
     if not combos:
-        raise UsageError("no supported combination matches the selection (see mxcompat "
-                         "matrix --list)")
+        raise UsageError(
+            "no supported combination matches the selection (see mxcompat matrix --list)"
+        )
     return combos

@@ -7,6 +7,7 @@ Exit 0 when nothing is found, 1 when something is (or a file does not parse), 2 
 error.  Needs libcst, a concrete syntax tree that keeps every byte of formatting:
 ``pip install 'mxcompat[scan]'``.
 """
+
 import argparse
 import collections
 import difflib
@@ -23,17 +24,32 @@ _FIX_ROUNDS = 5
 def _parser():
     parser = argparse.ArgumentParser(
         prog="mxcompat scan",
-        description="Find the legacy MXNet traps in Python source (and fix the certain ones).")
-    parser.add_argument("paths", nargs="*", default=["."], metavar="PATH",
-                        help="files or folders (default: the current folder)")
-    parser.add_argument("--select", metavar="CODES", default="",
-                        help="only these rule codes, comma-separated (e.g. MXC001,MXC005)")
-    parser.add_argument("--ignore", metavar="CODES", default="",
-                        help="skip these rule codes, comma-separated")
-    parser.add_argument("--fix", action="store_true",
-                        help="rewrite the findings whose fix is certain, in place")
-    parser.add_argument("--diff", action="store_true",
-                        help="print what --fix would change as a diff; change nothing")
+        description="Find the legacy MXNet traps in Python source (and fix the certain ones).",
+    )
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        default=["."],
+        metavar="PATH",
+        help="files or folders (default: the current folder)",
+    )
+    parser.add_argument(
+        "--select",
+        metavar="CODES",
+        default="",
+        help="only these rule codes, comma-separated (e.g. MXC001,MXC005)",
+    )
+    parser.add_argument(
+        "--ignore", metavar="CODES", default="", help="skip these rule codes, comma-separated"
+    )
+    parser.add_argument(
+        "--fix", action="store_true", help="rewrite the findings whose fix is certain, in place"
+    )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="print what --fix would change as a diff; change nothing",
+    )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON")
     parser.add_argument("--rules", action="store_true", help="list the rules and exit")
     return parser
@@ -43,8 +59,10 @@ def _codes(parser, text, known):
     codes = [c.strip().upper() for c in text.split(",") if c.strip()]
     unknown = [c for c in codes if c not in known]
     if unknown:
-        parser.error("unknown rule code(s) %s; the rules are %s" % (
-            ", ".join(unknown), ", ".join(sorted(known))))
+        parser.error(
+            "unknown rule code(s) %s; the rules are %s"
+            % (", ".join(unknown), ", ".join(sorted(known)))
+        )
     return codes
 
 
@@ -64,8 +82,9 @@ def main(argv=None):
     engine, rules = _import_rules(parser)
     if args.rules:
         for r in rules.RULES:
-            sys.stdout.write("%s  %-26s %s%s\n" % (r.code, r.name, r.summary,
-                                                   " (fixable)" if r.fixable else ""))
+            sys.stdout.write(
+                "%s  %-26s %s%s\n" % (r.code, r.name, r.summary, " (fixable)" if r.fixable else "")
+            )
         return 0
     if args.fix and args.diff:
         parser.error("--fix and --diff: choose one (--diff previews what --fix writes)")
@@ -74,27 +93,53 @@ def main(argv=None):
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         parser.error("no such file or folder: %s" % ", ".join(missing))
-    selected = [r for r in rules.RULES
-                if (not select or r.code in select) and r.code not in ignore]
-    results = [_settle(engine, r, selected, args) for r in
-               engine.scan_paths(args.paths, selected, fix=args.fix or args.diff)]
+    selected = [r for r in rules.RULES if (not select or r.code in select) and r.code not in ignore]
+    results = [
+        _settle(engine, r, selected, args)
+        for r in engine.scan_paths(args.paths, selected, fix=args.fix or args.diff)
+    ]
     findings = [f for r in results for f in r.findings]
     errors = [r for r in results if r.error is not None]
     out = sys.stdout
     if args.json:
-        json.dump({"findings": [f._asdict() for f in findings],
-                   "errors": [{"path": r.path, "line": r.error[0], "column": r.error[1],
-                               "message": r.error[2]} for r in errors],
-                   "files": len(results), "summary": _counts(findings)}, out, indent=2)
+        json.dump(
+            {
+                "findings": [f._asdict() for f in findings],
+                "errors": [
+                    {
+                        "path": r.path,
+                        "line": r.error[0],
+                        "column": r.error[1],
+                        "message": r.error[2],
+                    }
+                    for r in errors
+                ],
+                "files": len(results),
+                "summary": _counts(findings),
+            },
+            out,
+            indent=2,
+        )
         out.write("\n")
     else:
         # --diff shows the change itself, as ruff's does; the summary says what it holds.
-        for f in ([] if args.diff else findings):
-            out.write("%s:%d:%d: %s %s%s\n" % (f.path, f.line, f.column, f.code, f.message,
-                                               " [fixed]" if args.fix and f.fixable else ""))
+        for f in [] if args.diff else findings:
+            out.write(
+                "%s:%d:%d: %s %s%s\n"
+                % (
+                    f.path,
+                    f.line,
+                    f.column,
+                    f.code,
+                    f.message,
+                    " [fixed]" if args.fix and f.fixable else "",
+                )
+            )
         for r in errors:
-            out.write("%s:%s:%s: does not parse: %s\n" % (
-                r.path, r.error[0] or 1, r.error[1] or 1, r.error[2]))
+            out.write(
+                "%s:%s:%s: does not parse: %s\n"
+                % (r.path, r.error[0] or 1, r.error[1] or 1, r.error[2])
+            )
         _summary(out, results, findings, errors, args)
     remaining = [f for f in findings if not (args.fix and f.fixable)]
     return 1 if remaining or errors or (args.diff and any(r.new_source for r in results)) else 0
@@ -114,8 +159,7 @@ def _settle(engine, result, selected, args):
     if args.diff:
         old_text = result.source.decode("utf-8", "replace").splitlines(True)
         new_text = new.decode("utf-8", "replace").splitlines(True)
-        sys.stdout.writelines(difflib.unified_diff(old_text, new_text, result.path,
-                                                   result.path))
+        sys.stdout.writelines(difflib.unified_diff(old_text, new_text, result.path, result.path))
     else:
         with open(result.path, "wb") as f:
             f.write(new)
@@ -138,7 +182,13 @@ def _summary(out, results, findings, errors, args):
         for path, n in counts["per_file"].items():
             out.write("  %4d  %s\n" % (n, path))
     fixable = sum(f.fixable for f in findings)
-    out.write("%d finding(s) in %d of %d file(s)%s%s\n" % (
-        len(findings), len(counts["per_file"]), len(results),
-        ("; %d fixed" if args.fix else "; %d fixable with --fix") % fixable if fixable else "",
-        "; %d file(s) do not parse" % len(errors) if errors else ""))
+    out.write(
+        "%d finding(s) in %d of %d file(s)%s%s\n"
+        % (
+            len(findings),
+            len(counts["per_file"]),
+            len(results),
+            ("; %d fixed" if args.fix else "; %d fixable with --fix") % fixable if fixable else "",
+            "; %d file(s) do not parse" % len(errors) if errors else "",
+        )
+    )

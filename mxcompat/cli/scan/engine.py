@@ -1,6 +1,7 @@
 """Walking a tree, parsing each file with libcst, running the rules in one pass per file, and
 applying the certain fixes (formatting and comments kept: libcst round-trips a file byte for
 byte, and a fix replaces one node)."""
+
 import collections
 import os
 
@@ -10,12 +11,37 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from . import rules as _rules
 
 # Folders no one wants scanned (ruff's default excludes, and any folder holding a venv).
-EXCLUDED = frozenset([
-    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
-    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox",
-    ".venv", ".vscode", "__pypackages__", "__pycache__", "_build", "buck-out", "build", "dist",
-    "node_modules", "site-packages", "venv",
-])
+EXCLUDED = frozenset(
+    [
+        ".bzr",
+        ".direnv",
+        ".eggs",
+        ".git",
+        ".git-rewrite",
+        ".hg",
+        ".ipynb_checkpoints",
+        ".mypy_cache",
+        ".nox",
+        ".pants.d",
+        ".pyenv",
+        ".pytest_cache",
+        ".pytype",
+        ".ruff_cache",
+        ".svn",
+        ".tox",
+        ".venv",
+        ".vscode",
+        "__pypackages__",
+        "__pycache__",
+        "_build",
+        "buck-out",
+        "build",
+        "dist",
+        "node_modules",
+        "site-packages",
+        "venv",
+    ]
+)
 
 Located = collections.namedtuple("Located", "path line column code message fixable")
 FileResult = collections.namedtuple("FileResult", "path findings error new_source source")
@@ -31,8 +57,11 @@ def python_files(paths):
             yield path
             continue
         for root, dirs, files in os.walk(path):
-            dirs[:] = sorted(d for d in dirs if d not in EXCLUDED
-                             and not os.path.exists(os.path.join(root, d, "pyvenv.cfg")))
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if d not in EXCLUDED and not os.path.exists(os.path.join(root, d, "pyvenv.cfg"))
+            )
             for name in sorted(files):
                 if name.endswith(".py"):
                     yield os.path.join(root, name)
@@ -105,8 +134,7 @@ class _Scanner(cst.CSTVisitor):
         if isinstance(node, cst.Import):
             for alias in node.names:
                 if _rules.dotted(alias.name) == "numpy":
-                    self.ctx.numpy_aliases.add(
-                        alias.asname.name.value if alias.asname else "numpy")
+                    self.ctx.numpy_aliases.add(alias.asname.name.value if alias.asname else "numpy")
 
 
 class _Fixer(cst.CSTTransformer):
@@ -142,8 +170,16 @@ def scan_source(source, path, selected, fix=False):
         fixable = fix and finding.fix is not None and finding.node not in replacements
         if fixable:
             replacements[finding.node] = finding.fix
-        located.append(Located(path, position.start.line, position.start.column + 1,
-                               finding.code, finding.message, finding.fix is not None))
+        located.append(
+            Located(
+                path,
+                position.start.line,
+                position.start.column + 1,
+                finding.code,
+                finding.message,
+                finding.fix is not None,
+            )
+        )
     located.sort(key=lambda f: (f.line, f.column, f.code))
     new_source = None
     if replacements:
@@ -154,9 +190,12 @@ def scan_source(source, path, selected, fix=False):
 def _parse_error(exc):
     if isinstance(exc, cst.ParserSyntaxError):
         return (exc.editor_line, exc.editor_column, "syntax error: %s" % exc.message)
-    return (getattr(exc, "lineno", None), None,
-            "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip()
-                        else ""))
+    return (
+        getattr(exc, "lineno", None),
+        None,
+        "%s: %s"
+        % (type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else ""),
+    )
 
 
 def scan_paths(paths, selected, fix=False):
