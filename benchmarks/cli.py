@@ -43,16 +43,17 @@ import warnings
 os.environ.setdefault("MXNET_SUBGRAPH_VERBOSE", "0")
 warnings.simplefilter("ignore", DeprecationWarning)
 
-import mxcompat  # noqa: E402
 import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
-from . import (
+import mxcompat  # noqa: E402
+
+from . import (  # noqa: E402
     conversion,
     conversion_memory,
     freezing,
     import_time,
-    long_run,  # noqa: E402
+    long_run,
     module_update,
     mxnet_suite,
     onnx_inference,
@@ -107,7 +108,7 @@ def _config(text):
     except ValueError:
         raise argparse.ArgumentTypeError(
             "expected MODEL:SIDE:BATCH, e.g. resnet18_v1:32:1, not %r" % text
-        )
+        ) from None
 
 
 def main(argv=None):

@@ -15,12 +15,12 @@ import shutil
 import tempfile
 import warnings
 
-import mxcompat
 import mxnet as mx
+
+import mxcompat
 
 from ._harness import interleave
 from .models import gluon_net, inference_module, param_data
-
 
 _results = []  # the last conversion's result, alive until the next side's setup
 
@@ -210,5 +210,5 @@ def _bench_convert(table, configs, reps):
             )
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        del net, mod
+        net = mod = None  # free this model's memory before the next one
         gc.collect()

@@ -8,9 +8,10 @@ gradients were allocated at bind)."""
 import gc
 import json
 
-import mxcompat
 import mxnet as mx
 import numpy as np
+
+import mxcompat
 
 from ._harness import interleave
 from .models import (
@@ -191,5 +192,5 @@ def run(table, configs, reps):
                 "1x",
                 unit="MB",
             )
-        del none, registry, native, sides
+        none = registry = native = sides = None  # free this model before the next one
         gc.collect()

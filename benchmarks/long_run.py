@@ -31,9 +31,9 @@ import tracemalloc
 import warnings
 import weakref
 
-import mxcompat
 import mxnet as mx
 
+import mxcompat
 
 # chunk: the steps of one registry stage; block: the steps timed (and alternated) at a time.
 FULL = {"steps": 20000, "chunk": 1000, "block": 100, "cycles": 1000, "read_every": 100}
@@ -132,7 +132,7 @@ def trainer_model():
 # --- time and RSS: two workers in lockstep --------------------------------------------------
 
 
-class _Worker(object):
+class _Worker:
     def __init__(self, side, kind, config):
         env = dict(os.environ, MXNET_SUBGRAPH_VERBOSE="0")
         self.proc = subprocess.Popen(

@@ -4,8 +4,9 @@ a Gluon net), a Module's training step, and the patch/registry state each side r
 import os
 import time
 
-import mxcompat
 import mxnet as mx
+
+import mxcompat
 
 # The clock of the "call only" rows (update() and step() alone): the calling thread's CPU
 # time.  Those calls only queue work, and MXNet's engine threads start on it at once: on two
@@ -28,7 +29,9 @@ def warm_registry(names, module=None, trainer=None):
     registry change does once (pattern check, thaw check, "nothing to mask" for a Module
     bound frozen).  The interleaving changes the registry between sides, which empties them;
     a training loop sets the registry once and then always hits them."""
-    from mxcompat.freeze import module as freeze_module, registry, trainer as freeze_trainer
+    from mxcompat.freeze import module as freeze_module
+    from mxcompat.freeze import registry
+    from mxcompat.freeze import trainer as freeze_trainer
 
     registry.matches(tuple(names))
     if module is not None:

@@ -5,8 +5,9 @@ queues the work: the wrappers' own cost, without the step's noise)."""
 
 import warnings
 
-import mxcompat
 import mxnet as mx
+
+import mxcompat
 
 from ._harness import interleave
 from .models import (

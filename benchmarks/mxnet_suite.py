@@ -88,7 +88,7 @@ def run(table, configs, reps, source=None, quick=False):
                     env=_env(),
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
-                    universal_newlines=True,
+                    text=True,
                     timeout=3600,
                 ).stdout
                 counts = re.findall(r"^=*\s*(\d+ (?:passed|failed).*?)\s*=*$", out, re.M)

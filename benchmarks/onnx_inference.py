@@ -8,9 +8,10 @@ import os
 import shutil
 import tempfile
 
-import mxcompat
 import mxnet as mx
 import numpy as np
+
+import mxcompat
 
 from ._harness import interleave
 from .models import config_label, gluon_net

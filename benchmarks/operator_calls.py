@@ -2,8 +2,9 @@
 forward, with the ``numpy2`` patch removed vs applied (its check runs on every operator
 call)."""
 
-import mxcompat
 import mxnet as mx
+
+import mxcompat
 
 from ._harness import interleave
 

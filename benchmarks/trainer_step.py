@@ -4,8 +4,9 @@ alone."""
 
 import warnings
 
-import mxcompat
 import mxnet as mx
+
+import mxcompat
 
 from ._harness import interleave
 from .models import CALL_CLOCK, config_label, patch_state, warm_registry

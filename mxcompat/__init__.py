@@ -11,10 +11,11 @@ PYTEST_DONT_REWRITE
 # (a few standard modules Python has loaded anyway).  The patch modules, wrapt (whose 2.x
 # imports asyncio, ~13 ms) and the public API are loaded when MXNet's import starts, when
 # mxnet is already imported, or at the first use of a public name (module __getattr__).
-import sys as _sys
 import _thread
+import sys as _sys
 
-from ._core import hooks as _preimport, settings as _settings
+from ._core import hooks as _preimport
+from ._core import settings as _settings
 
 # pytest marks the packages of its plugins for assertion rewriting and warns about one already
 # imported, which `mxcompat run -m pytest` always has done (an error under `filterwarnings =
@@ -89,6 +90,7 @@ def _load():
         _loading = True
         try:
             from importlib import import_module
+
             from .patches import ORDER, module_of
 
             for module in tuple(module_of(name) for name in ORDER) + _AFTER_PATCHES:

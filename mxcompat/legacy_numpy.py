@@ -17,9 +17,9 @@ import warnings
 
 import wrapt
 
-from .patches import numpy_names as numpy_compat
 from ._core import settings
 from ._core.log import warn_once
+from .patches import numpy_names as numpy_compat
 
 ENV = settings.NUMPY_LEGACY
 

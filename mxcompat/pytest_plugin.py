@@ -20,7 +20,9 @@ import sys
 import pytest
 
 import mxcompat
-from ._core import facts as _compat, registry as _patching
+
+from ._core import facts as _compat
+from ._core import registry as _patching
 
 # Every patch registered (and the environment's settings applied) at the plugin's import, as
 # always: the header and the traps-handled section name them.

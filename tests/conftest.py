@@ -20,7 +20,8 @@ for _name in _stray:
     del os.environ[_name]
 
 import mxcompat  # noqa: E402
-from mxcompat._core import facts as _compat, log as _log  # noqa: E402
+from mxcompat._core import facts as _compat  # noqa: E402
+from mxcompat._core import log as _log  # noqa: E402
 
 if _stray:
     # mxcompat's pytest plugin imported it before this file ran, with those switches.
@@ -146,9 +147,8 @@ def mxcompat_cmd(*args, **kwargs):
     """``python -m mxcompat ARGS`` in this env, as a user runs it (CompletedProcess)."""
     return subprocess.run(
         [sys.executable, "-m", "mxcompat"] + list(args),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=subprocess_env(kwargs.pop("env", None)),
         timeout=kwargs.pop("timeout", 180),
         **kwargs,
@@ -165,9 +165,8 @@ def run_python(code, env=None, timeout=180, cwd=None):
     """Run ``code`` in a fresh interpreter (this env's), returning the CompletedProcess."""
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=subprocess_env(env),
         timeout=timeout,
         cwd=cwd,

@@ -18,13 +18,14 @@ import warnings
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed here")
-from hypothesis import HealthCheck, example, given, settings, strategies as st  # noqa: E402
+import mxnet as mx  # noqa: E402
+from conftest import plain_import_works, subprocess_env  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 import mxcompat  # noqa: E402
-import mxnet as mx  # noqa: E402
-from mxcompat._core import facts as _compat, log as _log  # noqa: E402
-
-from conftest import plain_import_works, subprocess_env  # noqa: E402
+from mxcompat._core import facts as _compat  # noqa: E402
+from mxcompat._core import log as _log  # noqa: E402
 
 TRIED = collections.Counter()  # entry point -> inputs tried
 # Each example resets state itself (the autouse fixture runs once per test, not per example).
@@ -588,9 +589,8 @@ def _probe(env):
 
     proc = subprocess.run(
         [sys.executable, "-c", PROBE],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=subprocess_env(env),
         timeout=180,
     )
@@ -663,9 +663,8 @@ def test_env_disable_patches(value):
 def _cli(args, env=None):
     return subprocess.run(
         [sys.executable, "-m", "mxcompat"] + list(args),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=subprocess_env(env),
         timeout=180,
         stdin=subprocess.DEVNULL,
@@ -710,7 +709,7 @@ def test_cli_usage_errors(args):
     TRIED["cli " + (args[0] if args else "(none)")] += 1
     proc = _cli(args)
     assert proc.returncode == 2, (args, proc.returncode, proc.stderr)
-    errors = [l for l in proc.stderr.splitlines() if "error:" in l]
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1, proc.stderr
     assert "Traceback" not in proc.stderr
 

@@ -18,13 +18,13 @@ import tracemalloc
 import warnings
 import weakref
 
+import mxnet as mx
 import numpy as np
 import pytest
-
-import mxcompat
-import mxnet as mx
 import wrapt
 from mxnet import autograd, gluon
+
+import mxcompat
 
 STEPS = 500
 CHANGE_EVERY = 5  # the registry changes every 5 steps: freeze, then unfreeze
@@ -136,7 +136,10 @@ def _net(prefix=None):
     return net
 
 
-def _gluon_step(net, trainer, x, y, loss=gluon.loss.SoftmaxCrossEntropyLoss()):
+_LOSS = gluon.loss.SoftmaxCrossEntropyLoss()
+
+
+def _gluon_step(net, trainer, x, y, loss=_LOSS):
     with autograd.record():
         out = loss(net(x), y)
     out.backward()

@@ -5,11 +5,9 @@ import sys
 import textwrap
 
 import pytest
-
-import mxcompat
-from mxcompat import legacy_numpy
-
 from conftest import run_python
+
+from mxcompat import legacy_numpy
 
 NAMES = sorted(legacy_numpy.REPLACEMENTS)
 

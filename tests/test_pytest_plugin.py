@@ -5,11 +5,11 @@ own ``pytester``: the header, ``@pytest.mark.mxnet``, the traps-handled section,
 import sys
 
 import pytest
+from conftest import mx
 
 import mxcompat
-from mxcompat._core import facts as _compat, registry as _patching
-
-from conftest import mx
+from mxcompat._core import facts as _compat
+from mxcompat._core import registry as _patching
 
 pytest_plugins = ("pytester",)
 

@@ -7,9 +7,9 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import mx, run_threads
 
 import mxcompat
-from conftest import mx, run_threads
 
 THREADS = 8
 STEPS = 25

@@ -27,9 +27,10 @@ def main(root, name, size, direction, side):
     warnings.simplefilter("ignore")
     os.environ["MXNET_SUBGRAPH_VERBOSE"] = "0"
     sys.path.insert(0, root)
+    import mxnet as mx
+
     from benchmarks.conversion import conversion_sides
     from benchmarks.models import gluon_net, inference_module
-    import mxnet as mx
 
     workdir = tempfile.mkdtemp()
     net = gluon_net(name, int(size))
@@ -41,7 +42,7 @@ def main(root, name, size, direction, side):
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # resets VmHWM to the current RSS (Linux >= 4.0)
         before, how = status("VmRSS"), "VmHWM"
-    except (IOError, OSError):
+    except OSError:
         before, how = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, "ru_maxrss"
     result = convert()  # noqa: F841  (held until the peak is read)
     mx.nd.waitall()

@@ -31,8 +31,9 @@ def main(root, side, kind, block, stage):
     warnings.simplefilter("ignore")
     os.environ["MXNET_SUBGRAPH_VERBOSE"] = "0"
     sys.path.insert(0, root)
-    import mxcompat
     import mxnet as mx
+
+    import mxcompat
     from benchmarks.long_run import module_model, trainer_model
 
     if side == "unpatched":

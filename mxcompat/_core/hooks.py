@@ -213,7 +213,8 @@ def warn_failed_import():
 
 def wanted(name, version):
     """Whether the pre-import action of patch ``name`` should run for ``version``."""
-    from . import facts as _compat, registry as _patching
+    from . import facts as _compat
+    from . import registry as _patching
 
     if not _patching.is_wanted(name):
         return False
@@ -252,6 +253,7 @@ def peek_version(spec=None):
     Every release 1.3.1 … 1.9.1 sets ``__version__ = "1.x.y"`` in ``mxnet/libinfo.py``.
     """
     import re
+
     from . import facts as _compat
 
     try:

@@ -15,10 +15,11 @@ from collections import OrderedDict
 
 import wrapt
 
-from . import facts as _compat
 from ..patches import ORDER
-from .log import forget as _forget_warning, logger, warn_once
+from . import facts as _compat
 from . import settings
+from .log import forget as _forget_warning
+from .log import logger, warn_once
 
 # RLock: a patch's on_apply may call back into the registry.
 _lock = threading.RLock()

@@ -14,8 +14,12 @@ import os
 import platform
 import sys
 
-from .. import __version__, onnx as onnx_export
-from .._core import facts as _compat, registry as _patching, settings, traps as _traps
+from .. import __version__
+from .. import onnx as onnx_export
+from .._core import facts as _compat
+from .._core import registry as _patching
+from .._core import settings
+from .._core import traps as _traps
 
 # mxcompat/_bootstrap: its sitecustomize.py starts every Python that `mxcompat run` starts.
 BOOTSTRAP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_bootstrap")
@@ -184,12 +188,12 @@ def _onnx(args):
             verify=not args.no_verify,
         )
     except (
+        OSError,
         ImportError,
         NotImplementedError,
         ValueError,
         TypeError,
         AssertionError,
-        IOError,
     ) as exc:
         sys.stderr.write("mxcompat onnx: %s\n" % exc)
         return 1

@@ -114,9 +114,9 @@ def _infer_shapes(symbol, shapes, what, where):
         result = symbol.infer_shape_partial(**shapes)
     except Exception as err:  # pylint: disable=broad-except
         # MXNetError's text is a C++ trace; its "Error in operator" line says what is wrong.
-        lines = [l.strip() for l in str(err).splitlines() if l.strip()]
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
         reason = next(
-            (l for l in lines if "Error in operator" in l or "Check failed" in l),
+            (line for line in lines if "Error in operator" in line or "Check failed" in line),
             lines[0] if lines else type(err).__name__,
         )
         raise _fail(

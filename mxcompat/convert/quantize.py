@@ -22,7 +22,6 @@ from ._common import (
 )
 from .graph import _inference_symbol
 
-
 _CALIB_MODES = ("none", "naive", "entropy")
 _DTYPES = ("int8", "uint8", "auto")
 

@@ -18,10 +18,10 @@ bucket module must not turn today's registry into its own fixed names).  Patch n
 
 import threading
 
-from . import registry
-from .module import module_param_names
 from .._core import registry as _patching
 from .._core.registry import Patch, Target, register
+from . import registry
+from .module import module_param_names
 
 PATCH = "fixed_param_names"
 DOC = (

@@ -36,8 +36,8 @@ import functools
 import threading
 import weakref
 
-from . import registry
 from .._core.registry import Patch, Target, register
+from . import registry
 
 PATCH = "frozen_statistics"
 DOC = (

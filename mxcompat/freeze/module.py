@@ -8,10 +8,10 @@ import inspect
 import threading
 import weakref
 
-from .onednn_fc_bias import null_would_stop_bias, registry_bind
 from .._core.log import warn
 from .._core.util import bind_arguments
 from . import registry
+from .onednn_fc_bias import null_would_stop_bias, registry_bind
 
 # --- update time: MXNet's own "fixed parameter" skip ----------------------------------------
 

@@ -30,7 +30,8 @@ import operator
 import re
 import sys
 
-from .._core import facts as _compat, hooks as _preimport
+from .._core import facts as _compat
+from .._core import hooks as _preimport
 from .._core.registry import Patch, record, register
 
 PATCH = "distutils"

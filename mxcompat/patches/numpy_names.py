@@ -39,6 +39,7 @@ The names are restored by the ``sys.meta_path`` finder of ``_core.hooks`` (patch
 this off and ``mxcompat.unpatch("numpy_names")`` removes the names again.
 """
 
+import functools
 import sys
 import threading
 import types
@@ -71,6 +72,10 @@ def _financial(name):
         "numpy-financial package.  Calling this stub raises RuntimeError." % name
     )
     return removed
+
+
+def _financial_maker(name, np):
+    return _financial(name)
 
 
 def _in1d(np):
@@ -121,7 +126,7 @@ NAMES = [
     ("compat", _compat_module),
     ("trapz", lambda np: np.trapezoid),
     ("in1d", _in1d),
-] + [(name, (lambda name: lambda np: _financial(name))(name)) for name in _FINANCIAL]
+] + [(name, functools.partial(_financial_maker, name)) for name in _FINANCIAL]
 
 _lock = threading.Lock()
 _added = {}  # name -> the object mxcompat put on numpy

@@ -10,22 +10,23 @@ import textwrap
 import zipfile
 
 import pytest
-
-import mxcompat
-from mxcompat._core import facts as _compat, registry as _patching, traps as _traps
-from mxcompat.cli import BOOTSTRAP
-
 from conftest import (
     MX_VERSION,
-    ROOT,
     ONEDNN_FC,
     ONEDNN_FC_RUNS,
+    ROOT,
     applicable_patches,
     mxcompat_cmd,
     plain_import_works,
     subprocess_env,
     write,
 )
+
+import mxcompat
+from mxcompat._core import facts as _compat
+from mxcompat._core import registry as _patching
+from mxcompat._core import traps as _traps
+from mxcompat.cli import BOOTSTRAP
 
 EXAMPLES = os.path.join(ROOT, "examples")
 
@@ -138,11 +139,7 @@ def test_run_fixes_the_legacy_example_and_no_patch_turns_it_off():
     # without mxcompat: not 1.6+ on NumPy >= 1.24 or Python >= 3.12).
     if plain_import_works():
         plain = subprocess.run(
-            [sys.executable, example],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            universal_newlines=True,
-            timeout=180,
+            [sys.executable, example], capture_output=True, text=True, timeout=180
         )
         assert plain.stderr.strip().splitlines()[-1] == "KeyError: 'softmax_label'"
 
@@ -376,9 +373,7 @@ def test_console_script_is_installed():
     exe = os.path.join(os.path.dirname(sys.executable), "mxcompat")
     if not os.path.exists(exe):
         pytest.skip("mxcompat is not pip-installed in this interpreter (run through tox)")
-    proc = subprocess.run(
-        [exe, "--help"], stdout=subprocess.PIPE, universal_newlines=True, timeout=60
-    )
+    proc = subprocess.run([exe, "--help"], stdout=subprocess.PIPE, text=True, timeout=60)
     assert proc.returncode == 0 and "run" in proc.stdout
 
 
@@ -391,8 +386,8 @@ conv = mx.sym.Convolution(data, weight=kw, kernel=(3, 3), num_filter=2, no_bias=
 fc = mx.sym.FullyConnected(mx.sym.flatten(conv), num_hidden=3, name="fc")
 sym = mx.sym.SoftmaxOutput(fc, name="softmax")
 rs = np.random.RandomState(0)
-it = mx.io.NDArrayIter(rs.rand(16, 1, 5, 5).astype("float32"), (np.arange(16) % 3).astype("float32"),
-                       batch_size=4)
+it = mx.io.NDArrayIter(rs.rand(16, 1, 5, 5).astype("float32"),
+                       (np.arange(16) % 3).astype("float32"), batch_size=4)
 mod = mx.mod.Module(sym)
 mod.bind(data_shapes=it.provide_data, label_shapes=it.provide_label)
 mod.init_params()
@@ -537,9 +532,8 @@ def test_user_sitecustomize_runs_exactly_once(tmpdir, layout):
         env = {"PYTHONPATH": os.pathsep.join(extra + [BOOTSTRAP, str(site)])}
         proc = subprocess.run(
             [sys.executable, script],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            universal_newlines=True,
+            capture_output=True,
+            text=True,
             timeout=180,
             cwd=str(tmpdir),
             env=subprocess_env(env),
@@ -574,9 +568,8 @@ os._exit(0)
 def _plain_python(argv, cwd, env=None):
     return subprocess.run(
         [sys.executable] + argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         timeout=180,
         cwd=cwd,
         env=subprocess_env(env),
@@ -780,9 +773,8 @@ def test_patches_without_an_importable_mxnet():
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         timeout=180,
         env=subprocess_env(),
     )

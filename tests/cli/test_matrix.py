@@ -13,10 +13,10 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-
-from mxcompat.cli import matrix
 from conftest import ROOT
 from support.reference_env import cache_dir
+
+from mxcompat.cli import matrix
 
 EXAMPLE = os.path.join(ROOT, "examples", "matrix_project")
 
@@ -43,9 +43,8 @@ def run_matrix(args, cwd, env=None, timeout=600):
     return subprocess.run(
         [sys.executable, "-m", "mxcompat", "matrix"] + args,
         cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=full_env,
         timeout=timeout,
     )

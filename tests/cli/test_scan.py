@@ -321,6 +321,7 @@ def test_rules_lists_every_rule(capsys):
 
 def test_the_docs_page_lists_every_rule_as_the_rules_say():
     import os
+
     from conftest import ROOT
 
     page = os.path.join(ROOT, "docs", "scan.md")
@@ -334,9 +335,8 @@ def test_the_command_runs_from_the_cli_and_says_when_libcst_is_missing(tmpdir):
     path = _write(tmpdir, "a.py", "v = float(x.asnumpy())\n")
     proc = subprocess.run(
         [sys.executable, "-m", "mxcompat", "scan", path],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         timeout=120,
     )
     assert (proc.returncode, proc.stdout.splitlines()[0].split(": ")[1].split()[0]) == (

@@ -9,9 +9,9 @@ import sys
 import textwrap
 
 import pytest
+from conftest import subprocess_env
 
 import mxcompat
-from conftest import subprocess_env
 
 # A user's project as a well-kept one is set up: every warning is an error.  One test passes,
 # one imports MXNet and computes, one fails through a rewritten assertion (pytest's detail
@@ -47,7 +47,7 @@ def _run_pytest(cwd, prefix, options):
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        universal_newlines=True,
+        text=True,
         env=env,
         timeout=300,
     )
@@ -152,9 +152,8 @@ def test_mxcompat_warns_nothing_of_its_own_under_dev_mode_and_W_error(tmpdir, ar
     argv = [str(script) if a == "script" else a for a in argv]
     proc = subprocess.run(
         [sys.executable, "-X", "dev", "-W", "error"] + argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=subprocess_env(),
         timeout=600,
     )

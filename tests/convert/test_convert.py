@@ -6,16 +6,14 @@ kernels by CPU, so sums are taken in another order: ~2e-7 absolute with AVX-512 
 up to 3 ulp of outputs near 5 (2.4e-6) with AVX2 kernels (DNNL_MAX_CPU_ISA=AVX2).
 """
 
+import mxnet as mx  # noqa: E402  (after mxcompat)
 import numpy as np
 import pytest
-
-import mxcompat
-
-import mxnet as mx  # noqa: E402  (after mxcompat)
+from conftest import run_threads  # noqa: E402
 from mxnet import autograd, gluon  # noqa: E402
 from mxnet.gluon import nn  # noqa: E402
 
-from conftest import run_threads  # noqa: E402
+import mxcompat
 
 ATOL = 1e-6
 RTOL = 1e-6
@@ -480,7 +478,7 @@ class TwoTower(gluon.HybridBlock):
     """Two inputs, two outputs, nested children (a Sequential inside)."""
 
     def __init__(self, **kwargs):
-        super(TwoTower, self).__init__(**kwargs)
+        super().__init__(**kwargs)
         with self.name_scope():
             self.left = nn.HybridSequential()
             self.left.add(nn.Dense(6, activation="relu"), nn.BatchNorm(), nn.Dropout(0.2))

@@ -6,11 +6,10 @@ MKLDNN builds, and are tested from 1.8 (``_compat.QUANTIZED_CPU``): whether 1.7'
 them depends on the CPU ("x2APIC is not supported" on AMD EPYC VMs, int8 aborts elsewhere).
 """
 
+import mxnet as mx  # noqa: E402
 import pytest
 
 import mxcompat
-
-import mxnet as mx  # noqa: E402
 
 QUANTIZED_CPU = (
     "quantized CPU graphs need MXNet >= 1.8 (1.3-1.5 have no CPU kernel for "

@@ -6,9 +6,8 @@ slices from 1.7) and what fewer rows than slices give.  Every patch is applied h
 outcome is MXNet's own, so these tests fail the day mxcompat (or MXNet) changes it.
 """
 
-import pytest
-
 import mxnet as mx
+import pytest
 from mxnet.gluon.utils import split_and_load, split_data
 
 from mxcompat._core import facts as _compat

@@ -4,11 +4,10 @@ import re
 import sys
 import textwrap
 
+import mxnet as mx  # noqa: E402  (after mxcompat)
 import pytest
 
 import mxcompat
-
-import mxnet as mx  # noqa: E402  (after mxcompat)
 
 # Prepended to each subprocess: a map of every patched attribute to the mxcompat wrappers
 # stacked on it, outermost first.
@@ -343,7 +342,8 @@ def test_a_patch_that_cannot_be_applied_warns_once_and_the_rest_apply(python, ho
         "missing target": """
             from mxcompat._core.registry import Target
             P._registry[labels.PATCH].targets.append(Target(
-                "mxnet.module.module", "Module.no_such_method", wrapper=lambda w, i, a, k: w(*a, **k)))
+                "mxnet.module.module", "Module.no_such_method",
+                wrapper=lambda w, i, a, k: w(*a, **k)))
         """,
         "error in on_apply": """
             def on_apply():
@@ -540,6 +540,7 @@ def test_import_under_optimize_flags(flag):
     # -OO strips docstrings: nothing of mxcompat may depend on __doc__.
     import subprocess
     import sys
+
     from conftest import subprocess_env
 
     # patch_names() loads every patch module, as `import mxnet` would.
@@ -549,9 +550,8 @@ def test_import_under_optimize_flags(flag):
     )
     proc = subprocess.run(
         [sys.executable, flag, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=subprocess_env(),
         timeout=180,
     )
@@ -559,9 +559,8 @@ def test_import_under_optimize_flags(flag):
     assert proc.stdout.split() == ["True", str(len(mxcompat.patch_names()))]
     proc = subprocess.run(
         [sys.executable, flag, "-c", "import mxcompat, mxnet; print(mxcompat.patched())"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=subprocess_env(),
         timeout=180,
     )
@@ -582,19 +581,19 @@ def test_one_message_per_warning_under_logging_basic_config(python):
     """
     import subprocess
     import sys
+
     from conftest import subprocess_env
 
     for mode, want in (("default", 1), ("ignore", 0)):
         proc = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(code), mode],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            universal_newlines=True,
+            capture_output=True,
+            text=True,
             env=subprocess_env(),
             timeout=180,
         )
         assert proc.returncode == 0, proc.stderr
-        lines = [l for l in proc.stderr.splitlines() if "'data'" in l and "one name" in l]
+        lines = [ln for ln in proc.stderr.splitlines() if "'data'" in ln and "one name" in ln]
         assert len(lines) == want, (mode, proc.stderr)
         if want:
             # Attributed to the user's line (the Module(...) call), not to mxcompat or mxnet.
@@ -663,6 +662,7 @@ def test_unpatch_restores_exact_originals_with_mxcompat_imported_first(python):
 
 def test_declared_wrapt_floor():
     import os
+
     import wrapt
 
     root = ROOT

@@ -3,11 +3,11 @@ the ``mxcompat check`` lines."""
 
 import os
 
+from conftest import ROOT
+
 import mxcompat
 from mxcompat._core import traps as _traps
 from mxcompat.cli import check
-
-from conftest import ROOT
 
 README = os.path.join(ROOT, "README.md")
 

@@ -6,10 +6,9 @@ import os
 import re
 
 import pytest
+from conftest import ROOT
 
 from mxcompat._core import versions as _versions
-
-from conftest import ROOT
 
 TOX_INI = os.path.join(ROOT, "tox.ini")
 README = os.path.join(ROOT, "README.md")

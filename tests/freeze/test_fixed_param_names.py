@@ -1,12 +1,11 @@
 """``module._fixed_param_names`` agrees with what is frozen (patch ``fixed_param_names``):
 legacy code that reads it (e.g. to log "Fixed model parameters") sees the registry's names."""
 
+import mxnet as mx
 import pytest
+from conftest import ONEDNN_FC_RUNS
 
 import mxcompat
-import mxnet as mx
-
-from conftest import ONEDNN_FC_RUNS
 
 BATCH = 2
 

@@ -11,15 +11,13 @@ import re
 import threading
 import warnings
 
+import mxnet as mx
 import numpy as np
 import pytest
-
-import mxcompat
-import mxnet as mx
+from conftest import ONEDNN_FC
 from mxnet import autograd, gluon
 
-from conftest import ONEDNN_FC
-
+import mxcompat
 
 FROZEN = ("fc1_weight", "fc2_b*")  # an exact name and a glob
 FROZEN_NAMES = {"fc1_weight", "fc2_bias"}
@@ -144,7 +142,8 @@ import mxcompat, mxnet as mx
 mxcompat.freeze('kw')
 kernel = mx.nd.array([[1,2,3],[1,2,3],[1,2,3]]).reshape((1,1,3,3))
 d = mx.sym.Variable('data'); w = mx.sym.Variable('kw')
-loss = mx.sym.MakeLoss(mx.sym.Convolution(data=d, weight=w, kernel=(3,3), num_filter=1, no_bias=True))
+loss = mx.sym.MakeLoss(mx.sym.Convolution(data=d, weight=w, kernel=(3,3), num_filter=1,
+                                          no_bias=True))
 mod = mx.mod.Module(symbol=loss, data_names=('data',))
 mod.bind(data_shapes=[('data', [1,1,3,3])]); mod.set_params({{'kw': kernel}}, {{}})
 mod.init_params(); mod.init_optimizer()
@@ -680,7 +679,7 @@ def test_bucketing_module(when, recwarn):
         mod.backward()
         mod.update()
     assert sorted(mod._buckets) == [2, 3]
-    for key, bucket in mod._buckets.items():
+    for bucket in mod._buckets.values():
         # The buckets share the default bucket's parameter arrays: each is checked.
         _assert_frozen(start, _device_params(bucket), FROZEN_NAMES)
     assert _ours(recwarn) == []

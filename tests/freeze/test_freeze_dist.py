@@ -11,7 +11,6 @@ import os
 
 import numpy as np
 import pytest
-
 from support.ps_cluster import run_cluster
 
 WORKER = r"""

@@ -9,12 +9,12 @@ fail).  Values are read after ``mx.nd.waitall()``: up to 1.7 a plain read of a s
 come before the backward's write (_compat.GLUON_AUX_WRITES_ORDERED).
 """
 
+import mxnet as mx
 import numpy as np
 import pytest
+from mxnet import autograd, gluon
 
 import mxcompat
-import mxnet as mx
-from mxnet import autograd, gluon
 
 BATCH = 4
 
@@ -125,7 +125,7 @@ def test_module_fit_holds_frozen_statistics_and_moves_the_others():
     data = _data(2)
     it = mx.io.NDArrayIter(
         np.concatenate([d for d, _ in data]),
-        np.concatenate([l for _, l in data]),
+        np.concatenate([lab for _, lab in data]),
         batch_size=BATCH,
         label_name="lro_label",
     )
@@ -227,7 +227,8 @@ def test_gluon_statistics_held_bit_for_bit_and_forward_unchanged(hybridize, how)
 
 @pytest.mark.mxnet(">=1.6", reason="mx.np and npx arrays exist from 1.6")
 def test_gluon_numpy_arrays_statistics_held():
-    from mxnet import np as mnp, npx
+    from mxnet import np as mnp
+    from mxnet import npx
 
     npx.set_np()
     try:

@@ -7,14 +7,13 @@ patch applies to; ONEDNN_FC_RUNS: oneDNN kernels really run (not MXNET_MKLDNN_EN
 is where plain MXNet stops the bias.
 """
 
+import mxnet as mx
 import numpy as np
 import pytest
+from conftest import ONEDNN_FC, ONEDNN_FC_RUNS, applicable_patches
 
 import mxcompat
-import mxnet as mx
 from mxcompat.freeze import onednn_fc_bias
-
-from conftest import ONEDNN_FC, ONEDNN_FC_RUNS, applicable_patches
 
 BATCH = 4
 SGD = {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01}

@@ -113,9 +113,9 @@ for _name in ("test_det_augmenters", "test_image_detiter", "test_imageiter"):
 # NumPy's release notes), not because MXNet's Python layer breaks: allowed to differ, each
 # with its reason (README, "MXNet's own tests").
 NUMPY_CHANGES = {
-    "test_metric.py::test_acc": "NEP 50 (NumPy 2.0): the test's own expected value np.float32(2) / 3 stays float32 "
+    "test_metric.py::test_acc": "NEP 50 (NumPy 2.0): the test's own expected value np.float32(2) / 3 stays float32 "  # noqa: E501
     "(NumPy 1: float64); MXNet's accuracy is 0.6666666666666666 on both sides",
-    "test_numpy_ndarray.py::test_np_ndarray_indexing": "NumPy 2.4 refuses to store an array of ndim > 0 into one element (deprecated in "
+    "test_numpy_ndarray.py::test_np_ndarray_indexing": "NumPy 2.4 refuses to store an array of ndim > 0 into one element (deprecated in "  # noqa: E501
     "1.25): the test's own np_array[(1, 2, 3, 4)] = value.asnumpy() with a (1, 1) value",
 }
 
@@ -220,11 +220,7 @@ def _uv():
 
 def _run(cmd, what, timeout=1800):
     proc = subprocess.run(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        universal_newlines=True,
-        timeout=timeout,
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout
     )
     if proc.returncode != 0:
         raise SetupError(
@@ -328,11 +324,7 @@ def _versions(python):
     try:
         # Not in the checkout: its mxcompat folder would be found from the cwd.
         return subprocess.run(
-            [python, "-c", code],
-            stdout=subprocess.PIPE,
-            cwd=HERE,
-            universal_newlines=True,
-            timeout=120,
+            [python, "-c", code], stdout=subprocess.PIPE, cwd=HERE, text=True, timeout=120
         ).stdout.strip()
     except subprocess.TimeoutExpired:
         return "?"

@@ -1,10 +1,10 @@
 """A bare string given as *_names is one name, not a list of characters."""
 
+import mxnet as mx
 import numpy as np
 import pytest
 
 import mxcompat
-import mxnet as mx
 
 KERNEL = [[1, 2, 3], [1, 2, 3], [1, 2, 3]]
 

@@ -7,9 +7,9 @@ import signal
 import time
 
 import pytest
+from conftest import mx, run_python
 
 import mxcompat
-from conftest import mx, run_python
 
 POOL = pytest.mark.mxnet(
     ">=1.4", reason="1.3's DataLoader runs its own worker processes, not a multiprocessing.Pool"
@@ -65,6 +65,7 @@ def test_with_the_patch_the_workers_finish_and_exit_by_themselves():
 @POOL
 def test_a_worker_that_never_returns_is_still_terminated_after_the_timeout():
     import multiprocessing
+
     from mxcompat.patches import dataloader_teardown
 
     pool = multiprocessing.Pool(1)

@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import MX_VERSION, subprocess_env
 
 from mxcompat._core import facts as _compat
@@ -262,9 +261,8 @@ def _run(cases, env):
     # Not conftest.run_python: the cases go in as an argument.
     return subprocess.run(
         [sys.executable, "-c", RUNNER, json.dumps(cases)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=subprocess_env(env),
         timeout=600,
     )
@@ -417,8 +415,9 @@ def test_float_arrays_are_never_read_back(monkeypatch):
 
 
 def test_unpatch_gives_mxnet_its_functions_back():
-    import mxcompat
     import mxnet as mx
+
+    import mxcompat
 
     wrapped = mx.nd._internal._div_scalar
     assert hasattr(wrapped, "__wrapped__")

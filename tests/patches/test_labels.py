@@ -4,13 +4,13 @@ a label name a label-taking symbol does not have is an error."""
 import os
 import warnings
 
+import mxnet as mx
 import numpy as np
 import pytest
+from mxnet import gluon
 
 import mxcompat
 import mxcompat.patches.labels
-import mxnet as mx
-from mxnet import gluon
 
 
 def _exported_net(tmpdir, batch=8):
@@ -532,7 +532,8 @@ def _registered_label_inputs():
     """{operator: positions of its inputs named *label*} from MXNet's operator registry (what
     the mx.sym functions are generated from), for every operator this release registers."""
     import ctypes
-    from mxnet.base import _LIB, check_call, py_str, c_str
+
+    from mxnet.base import _LIB, c_str, check_call, py_str
 
     size, names = ctypes.c_uint(), ctypes.POINTER(ctypes.c_char_p)()
     check_call(_LIB.MXListAllOpNames(ctypes.byref(size), ctypes.byref(names)))
@@ -590,6 +591,7 @@ def test_label_operators_match_the_registry():
 
 def _registered_ops():
     import ctypes
+
     from mxnet.base import _LIB, check_call, py_str
 
     size, names = ctypes.c_uint(), ctypes.POINTER(ctypes.c_char_p)()

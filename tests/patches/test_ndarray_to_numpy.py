@@ -1,12 +1,10 @@
 """What NumPy gets from an NDArray (patch ``ndarray_to_numpy``)."""
 
+import mxnet as mx  # noqa: E402  (after mxcompat)
 import numpy as np
 import pytest
 
 import mxcompat
-
-import mxnet as mx  # noqa: E402  (after mxcompat)
-
 
 NUMPY_VERSION = tuple(int(p) for p in np.__version__.split(".")[:2])
 NUMPY2 = NUMPY_VERSION >= (2, 0)

@@ -13,20 +13,17 @@ import sys
 import textwrap
 import warnings
 
+import mxnet as mx
 import numpy as np
 import pytest
+from conftest import MX_VERSION, subprocess_env
+from support import mxnet_numpy_uses, mxnet_scalar_conversions, numpy_reference, reference_env
 
 import mxcompat
 from mxcompat._core import facts as _compat
-from mxcompat.patches import distutils as distutils_compat, numpy2, numpy_names as numpy_compat
-
-import mxnet as mx
-
-from support import mxnet_numpy_uses
-from support import mxnet_scalar_conversions
-from support import numpy_reference
-from support import reference_env
-from conftest import MX_VERSION, subprocess_env
+from mxcompat.patches import distutils as distutils_compat
+from mxcompat.patches import numpy2
+from mxcompat.patches import numpy_names as numpy_compat
 
 NUMPY_VERSION = tuple(int(p) for p in np.__version__.split(".")[:2])
 NUMPY2 = NUMPY_VERSION >= (2, 0)
@@ -205,9 +202,8 @@ def test_nothing_changes_where_mxnet_is_not_installed(tmpdir):
     """)
     proc = subprocess.run(
         [sys.executable, "-S", "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=subprocess_env({"PYTHONPATH": _without_mxnet(tmpdir)}),
         timeout=120,
     )
@@ -304,7 +300,7 @@ def test_unpatch_takes_the_names_back_and_patch_restores_them(unpatched):
 
 
 def _last_error(stderr):
-    lines = [l.strip() for l in stderr.splitlines() if "Error" in l]
+    lines = [line.strip() for line in stderr.splitlines() if "Error" in line]
     return lines[-1] if lines else stderr.strip()[-200:]
 
 
@@ -549,7 +545,7 @@ def test_served_loose_version_is_distutils():
     assert LooseVersion("2.0.0rc1").version == [2, 0, 0, "rc", 1]
     assert repr(LooseVersion("3.10a")) == "LooseVersion ('3.10a')"
     with pytest.raises(TypeError):  # int against str, as in distutils on Python 3
-        LooseVersion("1.5.2") < LooseVersion("1.5b2")
+        _ = LooseVersion("1.5.2") < LooseVersion("1.5b2")
     stdlib = _stdlib_distutils_version()
     if stdlib is None:
         return  # Python 3.12+: no reference left to compare with, the expectations above hold
@@ -564,7 +560,7 @@ def test_served_loose_version_is_distutils():
                 repr(LooseVersion(v)),
             )
         with pytest.raises(TypeError):
-            stdlib.LooseVersion("1.5.2") < stdlib.LooseVersion("1.5b2")
+            _ = stdlib.LooseVersion("1.5.2") < stdlib.LooseVersion("1.5b2")
 
 
 def test_distutils_not_served_without_mxnet_import(python):
@@ -933,7 +929,7 @@ SCALAR_CONVERSIONS = {
     (
         "mxnet/contrib/quantization.py",
         "_get_optimal_threshold",
-        "'get_optimal_threshold only supports input type of NDArray, list of NDArrays and np.ndarray, while received type=%s' % str(type(arr))",
+        "'get_optimal_threshold only supports input type of NDArray, list of NDArrays and np.ndarray, while received type=%s' % str(type(arr))",  # noqa: E501
     ): MESSAGE,  # 1.3-1.5
     (
         "mxnet/contrib/quantization.py",
@@ -965,7 +961,7 @@ SCALAR_CONVERSIONS = {
     (
         "mxnet/gluon/data/dataset.py",
         "__init__",
-        "'All arrays must have the same length; array[0] has length %d while array[%d] has %d.' % (self._length, i + 1, len(data))",
+        "'All arrays must have the same length; array[0] has length %d while array[%d] has %d.' % (self._length, i + 1, len(data))",  # noqa: E501
     ): MESSAGE,  # 1.3-1.9
     ("mxnet/image/detection.py", "_check_satisfy_constraints", "float(xmax)"): SCALAR,  # 1.3-1.9
     ("mxnet/image/detection.py", "_check_satisfy_constraints", "float(xmin)"): SCALAR,  # 1.3-1.9
@@ -1005,12 +1001,12 @@ SCALAR_CONVERSIONS = {
     (
         "mxnet/ndarray/ndarray.py",
         "__repr__",
-        "'\\n%s\\n<%s %s @%s>' % (str(self.asnumpy()), self.__class__.__name__, shape_info, self.context)",
+        "'\\n%s\\n<%s %s @%s>' % (str(self.asnumpy()), self.__class__.__name__, shape_info, self.context)",  # noqa: E501
     ): MESSAGE,  # 1.3-1.6
     (
         "mxnet/ndarray/ndarray.py",
         "__repr__",
-        "'\\n%s\\n<%s %s @%s>' % (str(self.asnumpy()), self.__class__.__name__, shape_info, self.ctx)",
+        "'\\n%s\\n<%s %s @%s>' % (str(self.asnumpy()), self.__class__.__name__, shape_info, self.ctx)",  # noqa: E501
     ): MESSAGE,  # 1.7-1.9
     (
         "mxnet/ndarray/ndarray.py",
@@ -1083,12 +1079,12 @@ SCALAR_CONVERSIONS = {
     (
         "mxnet/test_utils.py",
         "_parse_aux_states",
-        "'Symbol aux_states names and given aux_states do not match.symbol aux_names:%s, aux_states.keys:%s' % (str(set(sym.list_auxiliary_states())), str(set(aux_states.keys())))",
+        "'Symbol aux_states names and given aux_states do not match.symbol aux_names:%s, aux_states.keys:%s' % (str(set(sym.list_auxiliary_states())), str(set(aux_states.keys())))",  # noqa: E501
     ): MESSAGE,  # 1.5-1.9
     (
         "mxnet/test_utils.py",
         "_parse_location",
-        "'Symbol arguments and keys of the given location do not match.symbol args:%s, location.keys():%s' % (str(set(sym.list_arguments())), str(set(location.keys())))",
+        "'Symbol arguments and keys of the given location do not match.symbol args:%s, location.keys():%s' % (str(set(sym.list_arguments())), str(set(location.keys())))",  # noqa: E501
     ): MESSAGE,  # 1.3-1.9
     (
         "mxnet/test_utils.py",
@@ -1098,12 +1094,12 @@ SCALAR_CONVERSIONS = {
     (
         "mxnet/test_utils.py",
         "assert_almost_equal",
-        "'Error %f exceeds tolerance rtol=%e, atol=%e (mismatch %s%f%%).\\n%s' % (relErr, rtol, atol, mismatchDegree, 100 * i / a.size, locationError(a, b, indexErr, names, maxError=True))",
+        "'Error %f exceeds tolerance rtol=%e, atol=%e (mismatch %s%f%%).\\n%s' % (relErr, rtol, atol, mismatchDegree, 100 * i / a.size, locationError(a, b, indexErr, names, maxError=True))",  # noqa: E501
     ): MESSAGE,  # 1.6-1.9
     (
         "mxnet/test_utils.py",
         "assert_almost_equal",
-        "'Location of %serror: %s, %s=%.8f, %s=%.8f' % (maximum, str(index), names[0], a[index], names[1], b[index])",
+        "'Location of %serror: %s, %s=%.8f, %s=%.8f' % (maximum, str(index), names[0], a[index], names[1], b[index])",  # noqa: E501
     ): MESSAGE,  # 1.6
     (
         "mxnet/test_utils.py",
@@ -1113,12 +1109,12 @@ SCALAR_CONVERSIONS = {
     (
         "mxnet/test_utils.py",
         "assert_almost_equal_with_err",
-        "'Error %f exceeds tolerance rtol=%e, atol=%e (mismatch %s%f%%).\\n%s' % (relErr, rtol, atol, mismatchDegree, 100 * i / a.size, locationError(a, b, indexErr, names, maxError=True))",
+        "'Error %f exceeds tolerance rtol=%e, atol=%e (mismatch %s%f%%).\\n%s' % (relErr, rtol, atol, mismatchDegree, 100 * i / a.size, locationError(a, b, indexErr, names, maxError=True))",  # noqa: E501
     ): MESSAGE,  # 1.7-1.9
     (
         "mxnet/test_utils.py",
         "assert_almost_equal_with_err",
-        "'Error %f exceeds tolerance rtol=%f, atol=%f, etol=%f. Error_rate=%f. Location of maximum error:%s, a=%f, b=%f' % (rel, rtol, atol, etol, err, str(index), a[index], b[index])",
+        "'Error %f exceeds tolerance rtol=%f, atol=%f, etol=%f. Error_rate=%f. Location of maximum error:%s, a=%f, b=%f' % (rel, rtol, atol, etol, err, str(index), a[index], b[index])",  # noqa: E501
     ): MESSAGE,  # 1.5-1.6
     (
         "mxnet/test_utils.py",

@@ -4,9 +4,9 @@ import subprocess
 import sys
 import textwrap
 
-import mxcompat
-
 from conftest import applicable_patches, subprocess_env
+
+import mxcompat
 
 PROGRAM = textwrap.dedent("""
     import mxcompat, mxnet as mx
@@ -23,9 +23,8 @@ PROGRAM = textwrap.dedent("""
 def run(flags, env=None):
     return subprocess.run(
         [sys.executable] + flags + ["-c", PROGRAM],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=subprocess_env(env),
         timeout=180,
     )

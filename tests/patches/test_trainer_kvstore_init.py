@@ -19,10 +19,9 @@ import json
 import os
 
 import numpy as np
-import pytest
+from support.ps_cluster import run_cluster
 
 import mxcompat
-from support.ps_cluster import run_cluster
 from mxcompat._core import facts as _compat
 
 RACE = _compat.since(_compat.TRAINER_LAZY_KVSTORE_RACE)

@@ -9,12 +9,11 @@ without parameters.  Patched: the parameters on every release, and mxcompat's me
 import subprocess
 import sys
 
+import mxnet as mx
 import numpy as np
 import pytest
-
-import mxnet as mx
-
 from conftest import subprocess_env
+
 from mxcompat._core import facts as _compat
 
 UNBOUND_MESSAGE = (
@@ -162,9 +161,8 @@ def test_the_message_holds_under_python_O(env, expected):
     # without parameters.  mxcompat's error is raised, not asserted.
     proc = subprocess.run(
         [sys.executable, "-O", "-c", O_PROBE],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=subprocess_env(env),
         timeout=180,
     )

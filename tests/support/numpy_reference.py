@@ -4,8 +4,8 @@
 release has, ``mx.nd`` (and ``mx.np`` from 1.6) arithmetic with NumPy and Python scalars and
 arrays, a few steps of Gluon training (DataLoader over NumPy data, split_and_load,
 clip_global_norm, SGD and Adam, hybridized or not), ``Module.fit``/``score``/``predict``,
-every metric, save/load of parameters and checkpoints, recordio packing and ``while_loop``; every result
-becomes a NumPy array (values, dtype names and type names as strings).
+every metric, save/load of parameters and checkpoints, recordio packing and ``while_loop``; every
+result becomes a NumPy array (values, dtype names and type names as strings).
 
 ``tests/patches/test_numpy.py`` runs it in-process (mxcompat patched) and, as the reference,
 in a fresh process of the reference environment (``reference_env``) that never imports
@@ -213,7 +213,7 @@ def arithmetic(rec, np, mx):
 
 
 def _set_params(np, mx, params):
-    for i, (name, p) in enumerate(params.items()):
+    for i, p in enumerate(params.values()):
         shape = p.shape
         size = int(np.prod(shape))
         value = (np.sin(np.arange(size) + i) * 0.3).reshape(shape).astype(np.float32)
@@ -264,17 +264,17 @@ def gluon_training(rec, np, mx):
                 labels = gluon.utils.split_and_load(label, [mx.cpu(0), mx.cpu(0)])
                 with autograd.record():
                     outs = [net(d) for d in datas]
-                    losses = [loss_fn(o, l) for o, l in zip(outs, labels)]
-                for l in losses:
-                    l.backward()
+                    losses = [loss_fn(o, lab) for o, lab in zip(outs, labels)]
+                for lab in losses:
+                    lab.backward()
                 grads = [p.grad() for p in params.values()]
                 norm = gluon.utils.clip_global_norm(grads, 0.5)
                 trainer.step(8)
                 rec.value(k + "loss%d" % step, mx.nd.concat(*losses, dim=0))
                 rec.value(k + "norm%d" % step, norm)
-                for o, l in zip(outs, labels):
-                    acc.update([l], [mx.nd.softmax(o)])
-                    ce.update([l], [mx.nd.softmax(o)])
+                for o, lab in zip(outs, labels):
+                    acc.update([lab], [mx.nd.softmax(o)])
+                    ce.update([lab], [mx.nd.softmax(o)])
                 if step == 2:
                     break
             for i, p in enumerate(params.values()):
@@ -396,15 +396,15 @@ def metrics(rec, np, mx):
         ("f1", lambda: mx.metric.F1(), bin_labels, bin_probs),
         ("mcc", lambda: mx.metric.MCC(), bin_labels, bin_probs),
         ("loss", lambda: mx.metric.Loss(), labels, reg_pred),
-        ("custom", lambda: mx.metric.np(lambda l, p: np.abs(l - p).mean()), labels, reg_pred),
+        ("custom", lambda: mx.metric.np(lambda lab, p: np.abs(lab - p).mean()), labels, reg_pred),
     ]
     for name, make, ls, ps in cases:
 
         def run(make=make, ls=ls, ps=ps):
             m = make()
             values = []
-            for l, p in zip(ls, ps):
-                m.update([l], [p])
+            for lab, p in zip(ls, ps):
+                m.update([lab], [p])
                 values.append(m.get()[1])
             return values
 
@@ -491,8 +491,8 @@ def control_flow(rec, np, mx):
 
 
 def compute():
-    import numpy as np
     import mxnet as mx
+    import numpy as np
 
     rec = Recorder(np, mx)
     tmp = tempfile.mkdtemp(prefix="mxcompat-ref-")
@@ -542,8 +542,8 @@ def load(path):
 
 def main(argv):
     """Write plain MXNet's results (mxcompat is never imported here) to ``argv[0]``."""
-    import numpy as np
     import mxnet as mx
+    import numpy as np
 
     assert "mxcompat" not in sys.modules, "the reference must be MXNet as it ships"
     out = compute()

@@ -93,7 +93,7 @@ def _start_cluster(outdir, script, args, extra_env, num_workers, timeout):
                 )
             time.sleep(0.1)
     finally:
-        for role, log, proc in procs:
+        for _role, _log, proc in procs:
             if proc.poll() is None:
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)

@@ -67,11 +67,11 @@ def mxnet_wheel_version():
         try:
             return pkg_resources.get_distribution("mxnet").version
         except pkg_resources.DistributionNotFound:
-            raise Unavailable("MXNet is not installed as the `mxnet` distribution")
+            raise Unavailable("MXNet is not installed as the `mxnet` distribution") from None
     try:
         return metadata.version("mxnet")
     except metadata.PackageNotFoundError:
-        raise Unavailable("MXNet is not installed as the `mxnet` distribution")
+        raise Unavailable("MXNet is not installed as the `mxnet` distribution") from None
 
 
 def cache_dir():
@@ -84,7 +84,7 @@ def cache_dir():
 
 def _run(cmd, what):
     proc = subprocess.run(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=900
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900
     )
     if proc.returncode != 0:
         raise RuntimeError(
@@ -178,9 +178,8 @@ def compute_reference(python, env):
     try:
         proc = subprocess.run(
             [python, os.path.join(HERE, "numpy_reference.py"), out],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            universal_newlines=True,
+            capture_output=True,
+            text=True,
             env=env,
             timeout=600,
         )

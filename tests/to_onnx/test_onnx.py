@@ -12,15 +12,14 @@ import json
 import os
 import sys
 
+import mxnet as mx
 import numpy as np
 import pytest
-
-import mxnet as mx
+from conftest import MX_VERSION, run_python
 
 import mxcompat
 from mxcompat._core import facts as _compat
 from mxcompat.onnx import exporter, verify
-from conftest import MX_VERSION, run_python
 
 try:
     import onnx
@@ -341,13 +340,13 @@ def test_patch_imports_no_more_of_onnx_than_mxnet_does():
 
 def _mxcompat(*args):
     import subprocess
+
     from conftest import subprocess_env
 
     return subprocess.run(
         [sys.executable, "-m", "mxcompat"] + list(args),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
+        capture_output=True,
+        text=True,
         env=subprocess_env(),
         timeout=300,
     )

@@ -1,6 +1,5 @@
-import mxnet as mx
-
 import mxdemo
+import mxnet as mx
 
 
 def test_served_module_predicts_like_gluon():

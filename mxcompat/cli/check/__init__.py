@@ -4,6 +4,6 @@ Each check returns a short detail or raises ``Skip(reason)``; anything else it r
 failure.  One line per check, then the versions; exit 0 when every applicable check passed.
 """
 
-from .runner import FAIL, OK, SKIP, Skip, _checks, check, main, run_checks  # noqa: F401
 from . import scenarios  # noqa: F401  (registers every check, in the order they run)
+from .runner import FAIL, OK, SKIP, Skip, _checks, check, main, run_checks  # noqa: F401
 from .scenarios import _check_onnx  # noqa: F401

@@ -11,7 +11,8 @@ import time
 import traceback
 import warnings
 
-from ..._core import facts as _compat, settings
+from ..._core import facts as _compat
+from ..._core import settings
 
 OK, FAIL, SKIP = "ok", "failed", "skipped"
 _MARKS = {OK: "\u2713", FAIL: "\u2717", SKIP: "-"}
@@ -35,6 +36,7 @@ def check(name, title):
 def _versions(mx):
     import numpy
     import wrapt
+
     from ... import __version__
 
     info = {

@@ -45,7 +45,7 @@ def _check_labels(mx, tmp):
             mx.mod.Module(mx.sym.SoftmaxOutput(fc, name="softmax"), label_names=("label",))
     except ValueError as err:
         if "whose label input is 'softmax_label'" not in str(err):
-            raise AssertionError("unexpected error for label_names=('label',): %s" % err)
+            raise AssertionError("unexpected error for label_names=('label',): %s" % err) from err
     else:
         raise AssertionError("label_names=('label',) on a SoftmaxOutput was accepted")
     return "KeyError 'softmax_label' avoided, outputs equal; a wrong label name is an error"
@@ -80,8 +80,9 @@ def _check_bare_names(mx, tmp):
 
 def _freeze_module_step(mx, kvstore, frozen_before_bind):
     """One SGD step (momentum, wd) of a conv+FC net with 'kw' frozen; returns what moved."""
-    import mxcompat
     import numpy as np
+
+    import mxcompat
 
     data = mx.sym.Variable("data")
     kw = mx.sym.Variable("kw", init=mx.init.Uniform(0.5))
@@ -111,8 +112,9 @@ def _freeze_module_step(mx, kvstore, frozen_before_bind):
 @check("freeze", "mxcompat.freeze('kw') keeps kw bit for bit on each update path")
 def _check_freeze(mx, tmp):
     import numpy as np
-    import mxcompat
     from mxnet import autograd, gluon
+
+    import mxcompat
 
     paths = []
     for label, kvstore, before_bind in (
@@ -216,19 +218,13 @@ print(agree)
 
 @check("quantize", "mxcompat.quantize(gluon_net) gives a uint8 module that predicts")
 def _check_quantize(mx, tmp):
-    import subprocess
-
     if not _compat.has_mkldnn():
         raise Skip("quantized CPU graphs need an MKLDNN build (pip wheels from MXNet 1.7)")
     if not _compat.since(_compat.QUANTIZED_CPU):
         raise Skip("quantized CPU graphs need MXNet >= 1.8 (1.7's oneDNN fails on some CPUs)")
     # A subprocess: some MXNet releases' quantized paths crash the interpreter.
     proc = subprocess.run(
-        [sys.executable, "-c", _QUANTIZE_PROBE],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
-        timeout=120,
+        [sys.executable, "-c", _QUANTIZE_PROBE], capture_output=True, text=True, timeout=120
     )
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
@@ -239,6 +235,7 @@ def _check_quantize(mx, tmp):
 @check("numpy", "NumPy names MXNet reads are there (only those NumPy lacks are added)")
 def _check_numpy(mx, tmp):
     import numpy as np
+
     from ...patches import numpy_names as numpy_compat
 
     lacking = numpy_compat.missing(np)
@@ -327,7 +324,7 @@ def _check_numpy_fixes(mx, tmp):
         try:
             run()
         except Exception as exc:  # pylint: disable=broad-except
-            raise AssertionError("%s: %s: %s" % (name, type(exc).__name__, exc))
+            raise AssertionError("%s: %s: %s" % (name, type(exc).__name__, exc)) from exc
         names.append(name)
     return "in use on NumPy %s: %s" % (np.__version__, "; ".join(names))
 
@@ -345,15 +342,10 @@ except ZeroDivisionError as err:
 @check("int_division", "int32 NDArray / 0.5 raises ZeroDivisionError; the process lives")
 def _check_int_division(mx, tmp):
     import signal
-    import subprocess
 
     # A subprocess: without the patch MXNet kills the process that divides (SIGFPE).
     proc = subprocess.run(
-        [sys.executable, "-c", _INT_DIVISION_PROBE],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
-        timeout=120,
+        [sys.executable, "-c", _INT_DIVISION_PROBE], capture_output=True, text=True, timeout=120
     )
     if proc.returncode == -signal.SIGFPE:
         raise AssertionError("int32 NDArray / 0.5 killed the process (SIGFPE)")
@@ -379,7 +371,7 @@ def _check_unbound_get_params(mx, tmp):
     except AssertionError as err:
         raise AssertionError(
             "Module.load(...).get_params() before bind: AssertionError(%r)" % str(err)
-        )
+        ) from err
     if sorted(arg_params) != ["fc_bias", "fc_weight"]:
         raise AssertionError("loaded parameters %r" % sorted(arg_params))
     try:
@@ -388,7 +380,9 @@ def _check_unbound_get_params(mx, tmp):
         if not str(err).startswith(
             "mxcompat: Module.get_params(): the module has no parameters yet"
         ):
-            raise AssertionError("get_params() with no parameters: AssertionError(%r)" % str(err))
+            raise AssertionError(
+                "get_params() with no parameters: AssertionError(%r)" % str(err)
+            ) from err
     else:
         raise AssertionError("get_params() with no parameters returned")
     return "the loaded parameters before bind; what to call first when there are none"
@@ -412,6 +406,7 @@ def _bn_module(mx):
 @check("frozen_statistics", "freeze('bn_moving_*') holds BatchNorm statistics through training")
 def _check_frozen_statistics(mx, tmp):
     import numpy as np
+
     import mxcompat
 
     mod, batch = _bn_module(mx)
@@ -467,13 +462,14 @@ def _check_fixed_param_names(mx, tmp):
 @check("onnx", "MXNet's own ONNX exporter runs on this onnx; to_onnx agrees in onnxruntime")
 def _check_onnx(mx, tmp):
     import numpy as np
+
     from ... import onnx as onnx_export
 
     try:
         import onnx
         import onnxruntime
     except ImportError:
-        raise Skip("needs onnx and onnxruntime: %s" % onnx_export.INSTALL_HINT)
+        raise Skip("needs onnx and onnxruntime: %s" % onnx_export.INSTALL_HINT) from None
     # A net every release's exporter converts (1.3's cannot flatten before a Gemm).
     rng = np.random.RandomState(0)
     net = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=6, name="fc1")

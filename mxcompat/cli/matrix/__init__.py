@@ -22,12 +22,12 @@ from ... import __version__
 from ..._core import versions as _versions
 from ._common import CACHE_ENV, ERROR, FAILED, MARKER, PASSED, SKIPPED, UsageError  # noqa: F401
 from .display import LiveDisplay, PlainDisplay
-from .envs import (
+from .envs import (  # noqa: F401
     Env,
     Packages,
     Runner,
     _python_version,
-    default_mxcompat_spec,  # noqa: F401
+    default_mxcompat_spec,
     find_python,
     find_uv,
     first_failure,

@@ -11,7 +11,8 @@ import tempfile
 import time
 
 from ... import __version__
-from ..._core import facts as _compat, settings
+from ..._core import facts as _compat
+from ..._core import settings
 from ._common import CACHE_FORMAT, ERROR, FAILED, INSTALL_TIMEOUT, MARKER, PASSED, UsageError
 
 
@@ -56,14 +57,7 @@ def find_python(uv, version, download=False):
         cmd.append("--no-python-downloads")
     env = dict(os.environ, PATH=_search_path())
     try:
-        proc = subprocess.run(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            universal_newlines=True,
-            env=env,
-            timeout=600,
-        )
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     except subprocess.TimeoutExpired:
         return None, "uv python find %s took more than 600 s" % version
     path = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
@@ -81,7 +75,7 @@ def _python_version(python):
         [python, "-c", "import platform; print(platform.python_version())"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        universal_newlines=True,
+        text=True,
         timeout=120,
     )
     return proc.stdout.strip() if proc.returncode == 0 else None
@@ -249,7 +243,7 @@ class Runner:
                 cwd=self.project,
             )
         except subprocess.TimeoutExpired:
-            raise _Failed("%s took more than %d s" % (cmd[0], timeout))
+            raise _Failed("%s took more than %d s" % (cmd[0], timeout)) from None
         logf.write("(%.1f s)\n" % (time.time() - begin))
         if proc.returncode != 0:
             raise _Failed("`%s` failed (exit %d)" % (" ".join(cmd[:4]), proc.returncode))
@@ -270,7 +264,7 @@ class Runner:
             [self.uv, "pip", "freeze", "--python", self._env_python(env)],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            universal_newlines=True,
+            text=True,
             timeout=300,
         )
         pins = {}

@@ -67,7 +67,7 @@ def python_files(paths):
                     yield os.path.join(root, name)
 
 
-class _Context(object):
+class _Context:
     """What a rule may ask while the scanner walks one file."""
 
     def __init__(self, module):

@@ -245,7 +245,8 @@ def _grad_req_null(node, ctx):
             yield Finding(
                 "MXC003",
                 "%s = 'null': if this is the weight of a Dense/FullyConnected layer with a "
-                "bias, the bias stops training too on MXNet 1.7-1.9 CPU wheels (oneDNN's backward skips the bias "
+                "bias, the bias stops training too on MXNet 1.7-1.9 CPU wheels "
+                "(oneDNN's backward skips the bias "
                 "gradient; no error); mxcompat leaves grad_req alone; fix: "
                 "mxcompat.freeze(%s.name), which holds the weight alone"
                 % (ctx.code(t), ctx.code(t.value)),
