@@ -129,3 +129,41 @@ def test_each_release_gets_its_own_files(tmp_path):
     assert not os.path.exists(os.path.join(old, "test_contrib_svrg_module.py"))
     with open(os.path.join(old, "test_metric.py")) as f:
         assert "expected_acc = (np.argmax(pred, axis=1) == label).sum().asscalar()" in f.read()
+
+
+def test_a_crash_loses_one_test_and_the_file_resumes_in_a_new_process(tmp_path):
+    # The real runner on a real pytest: the second test kills its process (as a SIGFPE in
+    # MXNet's C++ code would); the third still runs, in the next process.
+    pytest.importorskip("pytest_timeout")
+    unittest = tmp_path / "unittest"
+    unittest.mkdir()
+    (unittest / "test_crash.py").write_text(
+        "import os\n\n"
+        "def test_a():\n    pass\n\n"
+        "def test_b():\n    os._exit(3)\n\n"
+        "def test_c():\n    assert 1 == 2\n\n"
+        "def test_d():\n    pass\n"
+    )
+    run_dir = str(tmp_path / "run")
+    mxnet_suite._write_plugins(run_dir, ["reference"])
+    with open(os.path.join(run_dir, "reference", "_suite_plugin.py")) as f:
+        plugin = f.read()
+    # This env has mxcompat; the plugin's guard that the reference never sees it is not the
+    # subject here.
+    with open(os.path.join(run_dir, "reference", "_suite_plugin.py"), "w") as f:
+        f.write(plugin.replace("assert importlib.util.find_spec('mxcompat') is None", ""))
+    import sys
+
+    got = mxnet_suite.run_file(
+        sys.executable, run_dir, "reference", str(unittest), "test_crash", 60, 300
+    )
+    outcomes = {t.split("::")[1]: r["outcome"] for t, r in got.items()}
+    assert outcomes == {
+        "test_a": "passed",
+        "test_b": "crashed",
+        "test_c": "failed",
+        "test_d": "passed",
+    }
+    assert (
+        got["test_crash.py::test_b"]["message"] == "the process died (exit status 3) in this test"
+    )
