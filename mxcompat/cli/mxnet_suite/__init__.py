@@ -61,6 +61,8 @@ def pytest_collection_modifyitems(config, items):
     if gone:
         config.hook.pytest_deselected(items=gone)
         items[:] = kept
+        with open(os.environ["SUITE_RECORD"] + ".deselected", "a") as f:
+            f.write("".join(i.nodeid + "\n" for i in gone))
 
 
 def pytest_collectreport(report):
@@ -497,6 +499,18 @@ def _write_plugins(run_dir, pythons):
             f.write(_PLUGIN % {"first": first})
 
 
+def _deselected(run_dir, files):
+    """The ids the plugins left out of the files' runs (network ids, and ids already done)."""
+    ids = set()
+    for side in ("reference", "candidate"):
+        for file in files:
+            path = os.path.join(run_dir, side, file + ".jsonl.deselected")
+            if os.path.exists(path):
+                with open(path) as f:
+                    ids.update(line.strip() for line in f if line.strip())
+    return ids
+
+
 def run_release(release, src, files, args, run_dir):
     """Compare one release; its result as a dict (``row`` is the README's line)."""
     start = time.time()
@@ -545,12 +559,7 @@ def run_release(release, src, files, args, run_dir):
     print()
     print("\n".join(lines))
     print()
-    collected = {t for sides in per_file.values() for side in sides.values() for t in side}
-    deselected = sorted(
-        t
-        for t in DESELECT
-        if t.split(".py::")[0] in present and t.split("::")[0] + "::" not in collected
-    )
+    deselected = sorted(set(DESELECT) & _deselected(run_dir, present))
     if deselected:
         print("not run (network):")
         for tid in deselected:
