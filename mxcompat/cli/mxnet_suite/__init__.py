@@ -111,18 +111,32 @@ markers =
 
 
 # A stand-in the test FILES need on Python 3.12+, never MXNet: test_ndarray.py (every release)
-# does `from distutils.version import LooseVersion` after `import mxnet`.  Last on
-# sys.meta_path, so whatever serves distutils first (mxcompat, for MXNet's own import of it in
-# 1.6+) keeps serving it; only where nothing does is the test given looseversion's class, and
-# the run says so.
+# does `from distutils.version import LooseVersion` after `import mxnet`.  It serves only an
+# import made by a test file (the folder pytest runs in), and only when no other finder
+# (mxcompat's, for MXNet 1.6+'s own import of distutils) has the module; the run says where
+# it served.
 _TEST_STANDINS = r"""
 import importlib.abc, importlib.machinery, sys, types
+
+_TESTS = os.getcwd()
 
 
 class _TestFilesDistutils(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):
-        if name in ("distutils", "distutils.version"):
-            return importlib.machinery.ModuleSpec(name, self, is_package=name == "distutils")
+        if name not in ("distutils", "distutils.version"):
+            return None
+        for finder in sys.meta_path[sys.meta_path.index(self) + 1:]:
+            spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
+            if spec is not None:
+                return spec
+        frame = sys._getframe(1)
+        while frame is not None and (
+            frame.f_code.co_filename.startswith("<") or "importlib" in frame.f_code.co_filename
+        ):
+            frame = frame.f_back
+        if frame is None or os.path.dirname(os.path.abspath(frame.f_code.co_filename)) != _TESTS:
+            return None
+        return importlib.machinery.ModuleSpec(name, self, is_package=name == "distutils")
 
     def create_module(self, spec):
         module = types.ModuleType(spec.name)
