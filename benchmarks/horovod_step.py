@@ -69,9 +69,9 @@ def run(table, configs, reps):
     for name, size, batch in chosen:
         result = _job(name, size, batch, reps)
         times = result["times"]
-        label = "%s, %d workers" % (config_label(name, size, batch), result["size"])
+        label = "Horovod %d-worker %%s %s" % (result["size"], config_label(name, size, batch))
         table.add(
-            "Horovod Module step (DistributedOptimizer) %s" % label,
+            label % "Module step",
             "unpatched",
             times["module"],
             "patched (registry empty)",
@@ -79,7 +79,7 @@ def run(table, configs, reps):
             "<= 1.01x",
         )
         table.add(
-            "Horovod Module step %s, backbone frozen" % label,
+            label % "Module step" + ", frozen backbone",
             "fixed_param_names",
             times["module fixed_param_names"],
             "mxcompat.freeze before bind",
@@ -87,7 +87,7 @@ def run(table, configs, reps):
             "<= 1.01x",
         )
         table.add(
-            "Horovod Gluon DistributedTrainer.step %s" % label,
+            label % "Trainer.step",
             "unpatched",
             times["gluon"],
             "patched (registry empty)",
