@@ -94,6 +94,12 @@ def choose(spec: str, python: str, latest: bool = False) -> _versions.Combinatio
         )
     rows = [c for c in table if not wanted or _versions.release_matches(wanted, c.mxnet)]
     here = [c for c in rows if c.python == python]
+    newest = max((c.mxnet for c in rows), key=_versions.Version)
+    if not here and any(_versions.Version(python) < _versions.Version(c.python) for c in rows):
+        # Between the table's Pythons (3.8-3.10): MXNet's own requirements, as pip resolves
+        # them, which mxcompat does not test but which are what MXNet itself asks for.  A
+        # Python newer than every row is refused: its NumPy<2 would be built from source.
+        return _versions.Combination(None, newest, python, _versions.wheel_numpy(newest), False)
     if not here:
         raise UsageError(
             "MXNet %s has no tested install on Python %s; mxcompat's table has it on Python %s"
@@ -150,8 +156,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = sys.stdout
     out.write(
-        "mxcompat install: MXNet %s with %s on Python %s (mxcompat's %s)\n"
-        % (combination.mxnet, combination.numpy, platform.python_version(), combination.name)
+        "mxcompat install: MXNet %s with %s on Python %s (%s)\n"
+        % (
+            combination.mxnet,
+            combination.numpy,
+            platform.python_version(),
+            "mxcompat's " + combination.name
+            if combination.name
+            else "MXNet's own requirements: mxcompat's table has no line for this Python",
+        )
     )
     with tempfile.TemporaryDirectory(prefix="mxcompat-install-") as tmp:
         overrides = os.path.join(tmp, "overrides.txt")
