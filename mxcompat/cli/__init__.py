@@ -8,6 +8,8 @@ replaces itself with ``python [options] script.py args`` (``exec``), so argv, ``
 child process the script starts is patched too.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
@@ -412,7 +414,7 @@ def _patches(as_json):
     return 0
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser, run_parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "matrix":

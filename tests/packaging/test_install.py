@@ -37,6 +37,7 @@ def _env(tmp_path):
     env["PIP_CACHE_DIR"] = os.path.join(cache, "pip")
     env["UV_PYTHON_DOWNLOADS"] = "never"
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["_CWD"] = str(tmp_path)
     for name in [k for k in env if k.startswith(("MXCOMPAT_", "PYTHON", "VIRTUAL_ENV"))]:
         if name not in ("MXCOMPAT_TEST_CACHE",):
             del env[name]
@@ -44,6 +45,8 @@ def _env(tmp_path):
 
 
 def _run(argv, env, cwd=None):
+    # Never the checkout's folder: `python -c "import mxcompat"` there imports the checkout.
+    cwd = cwd or env["_CWD"]
     proc = subprocess.run(
         argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=STEP_TIMEOUT
     )
@@ -59,7 +62,7 @@ def dist(tmp_path_factory):
         return given
     out = str(tmp_path_factory.mktemp("dist"))
     uv = _uv()
-    _run([uv, "build", "--out-dir", out, ROOT], dict(os.environ))
+    _run([uv, "build", "--out-dir", out, ROOT], dict(os.environ, _CWD=out))
     return out
 
 
@@ -81,6 +84,7 @@ def _proves_mxnet_works(venv, env, numpy_major):
     check = subprocess.run(
         [os.path.join(venv, "bin", "mxcompat"), "check", "--json"],
         env=env,
+        cwd=env["_CWD"],
         capture_output=True,
         text=True,
         timeout=STEP_TIMEOUT,
@@ -93,11 +97,13 @@ def _proves_mxnet_works(venv, env, numpy_major):
             os.path.join(venv, "bin", "python"),
             "-c",
             "import mxcompat, mxnet as mx, numpy as np; "
-            "print(mx.__version__, np.__version__, (mx.nd.ones((2,)) * 3).asnumpy().tolist())",
+            "print(mxcompat.__file__.startswith(%r), mx.__version__, np.__version__, "
+            "(mx.nd.ones((2,)) * 3).asnumpy().tolist())" % venv,
         ],
         env,
     )
-    mxnet, numpy, values = probe.stdout.split(" ", 2)
+    ours, mxnet, numpy, values = probe.stdout.split(" ", 3)
+    assert ours == "True"  # the installed wheel's mxcompat, not a checkout
     assert (mxnet, numpy.split(".")[0], values.strip()) == ("1.9.1", numpy_major, "[3.0, 3.0]")
     return report
 
@@ -140,8 +146,8 @@ def test_uv_one_command_on_python313_as_the_readme_says(tmp_path, dist):
     venv = str(tmp_path / "venv")
     _run([uv, "venv", "--python", "3.13", venv], env)
     env["VIRTUAL_ENV"] = venv
-    overrides = os.path.relpath(install.shipped_overrides_path("1.9.1"), ROOT)
-    assert overrides == os.path.join("mxcompat", "cli", "install", "mxnet-1.9.1-overrides.txt")
+    overrides = os.path.join("mxcompat", "cli", "install", install.SHIPPED_OVERRIDES["1.9.1"])
+    assert os.path.isfile(os.path.join(ROOT, overrides))
     _run(
         [uv, "pip", "install", _one(dist, "*.whl"), "mxnet==1.9.1", "--overrides", overrides],
         env,

@@ -120,7 +120,9 @@ def choose(spec: str, python: str, latest: bool = False) -> _versions.Combinatio
     return matching[0]
 
 
-def commands(combination: _versions.Combination, python: str, uv: str | None, overrides: str):
+def commands(
+    combination: _versions.Combination, python: str, uv: str | None, overrides: str
+) -> list[list[str]]:
     """The install commands for ``combination`` into the environment of interpreter ``python``:
     pip's (one per install step), or uv's one with ``overrides`` as its overrides file."""
     if uv is not None:
