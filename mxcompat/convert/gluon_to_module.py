@@ -22,7 +22,7 @@ from .params import _grads_fit, _Placement, _reset_trainer_kvstore
 # Names for annotations only (a type checker sets this; Python never imports typing for them).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, List, Tuple, Union
+    from typing import Any, Callable, List, Sequence, Tuple, Union
 
     from mxnet.context import Context
     from mxnet.gluon import HybridBlock
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     Contexts = Union[Context, List[Context], Tuple[Context, ...]]
     # A list or tuple (another sequence is refused: a str would be read letter by letter).
     Names = Union[List[str], Tuple[str, ...]]
-    Shapes = Union[List[Shape], Tuple[Shape, ...]]
+    Shapes = Sequence[Shape]
 
 
 def _shape_names(shapes):

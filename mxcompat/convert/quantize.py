@@ -27,7 +27,7 @@ from .graph import _inference_symbol
 # Names for annotations only (a type checker sets this; Python never imports typing for them).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, List, Tuple, Union
+    from typing import Any, List, Sequence, Tuple, Union
 
     import numpy as np
     from mxnet.context import Context
@@ -96,7 +96,7 @@ def quantize(
     excluded_sym_names: Names | None = None,
     ctx: Context | None = None,
     data_names: Names | None = None,
-    data_shapes: list[Shape] | tuple[Shape, ...] | None = None,
+    data_shapes: Sequence[Shape] | None = None,
     **kwargs: Any,
 ) -> Module:
     """Quantize ``model`` and return a ``Module`` of the quantized graph.

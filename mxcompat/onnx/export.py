@@ -29,7 +29,7 @@ from .exporter import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
-    from typing import List, Tuple, Union
+    from typing import List, Sequence, Tuple, Union
 
     from mxnet.gluon import HybridBlock
     from mxnet.module import Module
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     # One input's shape, a list or tuple of ints; one per input in the model's order.
     Shape = Union[List[int], Tuple[int, ...]]
-    Shapes = Union[List[Shape], Tuple[Shape, ...]]
+    Shapes = Sequence[Shape]
 
 
 def _shape_list(input_shapes, inputs, known):

@@ -3,6 +3,8 @@ against the installed mxcompat: each ``assert_type`` is what a user's checker mu
 each ``type: ignore[code]`` an error it must report (warn_unused_ignores fails the check when a
 signature is too loose to catch it)."""
 
+from __future__ import annotations
+
 import re
 from contextlib import AbstractContextManager
 from typing import Pattern, Tuple, Union
@@ -24,7 +26,7 @@ assert_type(mxcompat.freeze("conv0_*", re.compile("fc.*_weight")), Tuple[Pattern
 assert_type(mxcompat.unfreeze(), Tuple[PatternLike, ...])
 assert_type(mxcompat.frozen_patterns(), Tuple[PatternLike, ...])
 assert_type(mxcompat.is_frozen("conv0_weight"), bool)
-assert_type(mxcompat.frozen("fc1_*"), AbstractContextManager[Tuple[PatternLike, ...], None])
+manager: AbstractContextManager[tuple[PatternLike, ...]] = mxcompat.frozen("fc1_*")
 with mxcompat.frozen("fc1_*") as patterns:
     assert_type(patterns, Tuple[PatternLike, ...])
 
