@@ -182,3 +182,31 @@ def test_the_sdist_builds_and_installs_on_python37(tmp_path, dist):
         env,
     )
     assert probe.stdout.strip() == "True True ['License: Apache-2.0']"
+
+
+def test_mxcompat_install_uv_in_a_venv_without_pip(tmp_path, dist):
+    """uv's venvs have no pip: `mxcompat install` says so, and `--uv` installs there (here with
+    the newest NumPy, the table's unpinned row)."""
+    env = _env(tmp_path)
+    uv = _uv()
+    venv = str(tmp_path / "venv")
+    _run([uv, "venv", "--python", "3.13", venv], env)
+    env["VIRTUAL_ENV"] = venv
+    _run([uv, "pip", "install", _one(dist, "*.whl")], env)
+    mxcompat_bin = os.path.join(venv, "bin", "mxcompat")
+    refused = subprocess.run(
+        [mxcompat_bin, "install", "mxnet==1.9.1"],
+        env=env,
+        cwd=env["_CWD"],
+        capture_output=True,
+        text=True,
+        timeout=STEP_TIMEOUT,
+    )
+    assert (refused.returncode, refused.stderr) == (
+        2,
+        "mxcompat install: this environment has no pip (uv makes venvs without one): "
+        "mxcompat install --uv mxnet==1.9.1, or python -m ensurepip first\n",
+    )
+    out = _run([mxcompat_bin, "install", "--uv", "--numpy", "latest", "mxnet==1.9.1"], env).stdout
+    assert out.splitlines()[0].startswith("mxcompat install: MXNet 1.9.1 with numpy>=2 on Python")
+    _proves_mxnet_works(venv, env, "2")
