@@ -19,7 +19,7 @@ from ._common import (
 from .graph import _add_loss, _block_graph, _block_params
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore
 
-# Names for annotations only (a type checker sets this; Python never imports typing for them).
+# Names for annotations only: type checkers take this block as run, Python never runs it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, List, Sequence, Tuple, Union

@@ -17,7 +17,7 @@ from .graph import (
 )
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore
 
-# Names for annotations only (a type checker sets this; Python never imports typing for them).
+# Names for annotations only: type checkers take this block as run, Python never runs it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mxnet.context import Context

@@ -24,7 +24,7 @@ from ._common import (
 )
 from .graph import _inference_symbol
 
-# Names for annotations only (a type checker sets this; Python never imports typing for them).
+# Names for annotations only: type checkers take this block as run, Python never runs it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, List, Sequence, Tuple, Union

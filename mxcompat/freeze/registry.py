@@ -11,7 +11,7 @@ import threading
 
 from .._core.log import warn, warn_once_for
 
-# Names for annotations only (a type checker sets this; Python never imports typing for them).
+# Names for annotations only: type checkers take this block as run, Python never runs it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Iterator, Pattern, Union

@@ -8,7 +8,7 @@ import pprint
 from .._core import registry as _patching
 from . import registry
 
-# Names for annotations only (a type checker sets this; Python never imports typing for them).
+# Names for annotations only: type checkers take this block as run, Python never runs it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mxnet.gluon import Block, ParameterDict, Trainer

@@ -25,7 +25,7 @@ from .exporter import (
     _opsets,
 )
 
-# Names for annotations only (a type checker sets this; Python never imports typing for them).
+# Names for annotations only: type checkers take this block as run, Python never runs it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os

@@ -37,7 +37,7 @@ from .envs import (  # noqa: F401
 from .report import _exit_code, table, write_junit
 from .select import select
 
-# Names for annotations only (a type checker sets this; Python never imports typing for them).
+# Names for annotations only: type checkers take this block as run, Python never runs it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TextIO
