@@ -210,3 +210,22 @@ def test_mxcompat_install_uv_in_a_venv_without_pip(tmp_path, dist):
     out = _run([mxcompat_bin, "install", "--uv", "--numpy", "latest", "mxnet==1.9.1"], env).stdout
     assert out.splitlines()[0].startswith("mxcompat install: MXNet 1.9.1 with numpy>=2 on Python")
     _proves_mxnet_works(venv, env, "2")
+
+
+@pytest.mark.parametrize("python", ["3.8", "3.9", "3.10", "3.12"])
+def test_the_wheel_installs_and_runs_on_every_classified_python(tmp_path, dist, python):
+    """The classifiers name Python 3.7-3.13: the Pythons the MXNet tests do not run on (and
+    3.12) at least install the wheel, import mxcompat and pick their install lines."""
+    env = _env(tmp_path)
+    uv = _uv()
+    venv = str(tmp_path / "venv")
+    _run([uv, "venv", "--python", python, venv], env)
+    env["VIRTUAL_ENV"] = venv
+    _run([uv, "pip", "install", _one(dist, "*.whl")], env)
+    out = _run([os.path.join(venv, "bin", "mxcompat"), "--version"], env).stdout
+    assert out.strip() == "mxcompat " + mxcompat.__version__
+    plan = _run([os.path.join(venv, "bin", "mxcompat"), "install", "--dry-run"], env).stdout
+    expected = install.choose("mxnet", python)
+    assert plan.splitlines()[0].startswith(
+        "mxcompat install: MXNet %s with %s on Python %s" % (expected.mxnet, expected.numpy, python)
+    )
