@@ -46,7 +46,8 @@ RUN_HELP = (
   -m MODULE            run library module MODULE as a script, like python -m
   -E, -I and -S are refused: with them Python would not load mxcompat's bootstrap.
 
-The target is a script, a directory or zip file with __main__.py, or -m MODULE;
+The target is a script, a directory or zip file with __main__.py, -m MODULE, or a
+Python command on PATH (a console script such as horovodrun, run by this interpreter);
 everything after it belongs to the script.
 
 """
@@ -291,6 +292,25 @@ def _split_run_argv(argv, error):
     return own, python, None, []
 
 
+def _python_command(name):
+    """``(path, whether it is a Python script)`` of ``name``, a bare command on PATH (a console
+    script such as ``horovodrun``), or ``None``.  Launchers like these start the training
+    processes; run by this interpreter, they and their children get the bootstrap."""
+    import shutil
+
+    if os.sep in name or (os.altsep and os.altsep in name):
+        return None
+    path = shutil.which(name)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return None
+    return path, first.startswith(b"#!") and b"python" in first
+
+
 def _run(args, python, module, target, error):
     # Checked here, as freeze() would: in the script each bad one would only be a warning.
     from ..freeze.registry import _Pattern
@@ -318,8 +338,18 @@ def _run(args, python, module, target, error):
         script = target[0]
         # A directory or zip file with __main__.py runs as with `python DIR`.
         if not (os.path.isfile(script) or os.path.isdir(script)):
-            sys.stderr.write("mxcompat run: can't open file %r: no such file\n" % script)
-            return 2
+            found = _python_command(script)
+            if found is None:
+                sys.stderr.write("mxcompat run: can't open file %r: no such file\n" % script)
+                return 2
+            if not found[1]:
+                sys.stderr.write(
+                    "mxcompat run: %r (%s) is not a Python script; run starts Python programs\n"
+                    % (script, found[0])
+                )
+                return 2
+            found = found[0]
+            target = [found] + target[1:]
         # "--": a script named "-x.py" is still the script, as in `mxcompat run -- -x.py`.
         argv = [sys.executable] + python + ["--"] + target
 
