@@ -75,6 +75,7 @@ _one_element = False  # NumPy refuses a scalar of a 1-element array
 
 
 def _numpy2():
+    """Whether the installed NumPy is 2.0 or newer."""
     return _compat.numpy_since(_compat.NUMPY_2)
 
 

@@ -1,0 +1,202 @@
+"""The documentation's generated reference: tables rendered from mxcompat's own data at build
+time, so no page holds a hand-kept copy that could drift from the code.
+
+In a page::
+
+    ```{mxcompat-reference} patches
+    ```
+
+renders one of ``REFERENCES`` (the patch list from the registry, the trap list, the supported
+combinations, the environment variables, mxcompat scan's rules, the public API) as Markdown,
+parsed in place like the page's own text.  The renderers are plain functions, so the docs'
+tests read exactly what the pages show.
+"""
+
+import inspect
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+
+import mxcompat
+from mxcompat._core import facts, registry, settings, traps, versions
+from mxcompat.patches import ORDER
+
+
+def _release(version):
+    return ".".join(str(part) for part in version)
+
+
+def tested_releases():
+    """The oldest and newest MXNet release the supported combinations install."""
+    from packaging.version import Version
+
+    found = sorted(set(c.mxnet for c in versions.COMBINATIONS), key=Version)
+    return Version(found[0]).base_version, Version(found[-1]).base_version
+
+
+def _condition(when):
+    # The condition's docstring, first sentence, without its "Whether": what the page says.
+    doc = inspect.getdoc(when)
+    if not doc:
+        raise ValueError(
+            "patch condition %s.%s has no docstring: the patch list says what it asks"
+            % (when.__module__, when.__qualname__)
+        )
+    first = doc.split(".  ")[0].split("\n\n")[0].replace("\n", " ").rstrip(".")
+    if first.startswith("Whether "):
+        first = first[len("Whether ") :]
+    return first
+
+
+def releases(patch):
+    """Which MXNet releases (and which processes) a patch applies to, in words."""
+    low, high = tested_releases()
+    if patch.since is None:
+        text = "every release (%s … %s)" % (low, high)
+    else:
+        text = "%s and later (… %s)" % (_release(patch.since), high)
+    if patch.when is not None:
+        text += "; only where %s" % _condition(patch.when)
+    return text
+
+
+def _cell(text):
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def patches_table():
+    """Every patch, in stacking order: name, what it fixes, releases, how to turn it off."""
+    mxcompat.patch_names()  # registers every patch (imports no mxnet)
+    rows = [
+        "| patch | what it fixes | applies to | traps | turn it off |",
+        "|---|---|---|---:|---|",
+    ]
+    for name in ORDER:
+        patch = registry.get(name)
+        off = "`%s=%s`, `mxcompat run --no-patch %s` or `mxcompat.unpatch(%r)`" % (
+            settings.DISABLE_PATCHES,
+            name,
+            name,
+            name,
+        )
+        rows.append(
+            "| `%s` | %s | %s | %d | %s |"
+            % (name, _cell(patch.doc), releases(patch), len(traps.for_patch(name)), off)
+        )
+    return "\n".join(rows) + "\n"
+
+
+def install_line(combination):
+    """The command lines that install a combination into a fresh environment, mxcompat last."""
+    lines = combination.install_lines()
+    lines[-1] += " mxcompat"
+    return " then ".join("`%s`" % line for line in lines)
+
+
+def versions_table():
+    """Every combination the test matrix and ``mxcompat matrix`` run."""
+    rows = [
+        "| MXNet | Python | NumPy | install (in a fresh venv) | tox env |",
+        "|---|---|---|---|---|",
+    ]
+    for c in versions.COMBINATIONS:
+        numpy = c.numpy_version or "the newest (`%s`, unpinned)" % c.numpy
+        rows.append(
+            "| %s | %s | %s | %s | `%s` |" % (c.mxnet, c.python, numpy, install_line(c), c.name)
+        )
+    return "\n".join(rows) + "\n"
+
+
+def supported_line():
+    """One sentence: the supported range and the Pythons and NumPys tested."""
+    pythons = sorted(set(c.python for c in versions.COMBINATIONS), key=_numeric)
+    low, high = tested_releases()
+    return "mxcompat supports `mxnet %s` (%s … %s), on Python %s … %s.\n" % (
+        facts.SUPPORTED,
+        low,
+        high,
+        pythons[0],
+        pythons[-1],
+    )
+
+
+def _numeric(version):
+    return tuple(int(part) for part in version.split("."))
+
+
+def settings_table():
+    """Every ``MXCOMPAT_*`` variable mxcompat reads."""
+    rows = ["| variable | kind | effect | in `mxcompat --help` |", "|---|---|---|---|"]
+    for v in settings.VARIABLES:
+        rows.append(
+            "| `%s=%s` | %s | %s | %s |"
+            % (v.name, v.example, v.kind, _cell(v.effect), "yes" if v.help else "no")
+        )
+    return "\n".join(rows) + "\n"
+
+
+def traps_table():
+    return traps.markdown()
+
+
+def scan_rules_table():
+    from mxcompat.cli.scan import rules
+
+    return rules.markdown()
+
+
+def api():
+    """An autodoc entry for every public name (``mxcompat.__all__``), in its order."""
+    out = []
+    for name in mxcompat.__all__:
+        if name == "__version__":
+            continue
+        obj = getattr(mxcompat, name)
+        if inspect.isclass(obj):
+            kind = "autoclass"
+        elif callable(obj):
+            kind = "autofunction"
+        else:
+            kind = "autodata"
+        out.append("```{%s} mxcompat.%s\n```\n" % (kind, name))
+    return "\n".join(out)
+
+
+REFERENCES = {
+    "patches": patches_table,
+    "traps": traps_table,
+    "versions": versions_table,
+    "supported": supported_line,
+    "settings": settings_table,
+    "scan-rules": scan_rules_table,
+    "api": api,
+}
+
+
+class Reference(SphinxDirective):
+    required_arguments = 1
+    has_content = False
+
+    def run(self):
+        name = self.arguments[0]
+        if name not in REFERENCES:
+            raise self.error(
+                "unknown reference %r; known: %s" % (name, ", ".join(sorted(REFERENCES)))
+            )
+        text = REFERENCES[name]()
+        # Rebuilt whenever the data it comes from changes.
+        for module in (registry, settings, traps, versions, facts):
+            self.env.note_dependency(module.__file__)
+        holder = nodes.container()
+        self.state.nested_parse(
+            StringList(text.splitlines(), source="mxcompat-reference " + name),
+            self.content_offset,
+            holder,
+        )
+        return holder.children
+
+
+def setup(app):
+    app.add_directive("mxcompat-reference", Reference)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
