@@ -42,3 +42,7 @@ html_title = "mxcompat " + release
 html_static_path = []
 # No network at build time: furo embeds its assets; nothing refers to a CDN.
 html_permalinks_icon = "#"
+
+# Text as written: error messages and code-like words keep their quotes and dashes (and the
+# docs' tests find the generated tables' text in the built pages verbatim).
+smartquotes = False

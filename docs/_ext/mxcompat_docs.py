@@ -62,7 +62,12 @@ def releases(patch):
 
 
 def _cell(text):
-    return " ".join(text.split()).replace("|", "\\|")
+    # Plain text (a patch's doc, a variable's effect) in a Markdown cell: shown as written,
+    # never read as emphasis (`__array__`), a tag or a column break.
+    text = " ".join(text.split())
+    for special in "\\`*_<[|":
+        text = text.replace(special, "\\" + special)
+    return text
 
 
 def patches_table():
@@ -87,25 +92,14 @@ def patches_table():
     return "\n".join(rows) + "\n"
 
 
-def install_line(combination):
-    """The command lines that install a combination into a fresh environment, mxcompat last."""
-    lines = combination.install_lines()
-    lines[-1] += " mxcompat"
-    return " then ".join("`%s`" % line for line in lines)
-
-
 def versions_table():
     """Every combination the test matrix and ``mxcompat matrix`` run."""
-    rows = [
-        "| MXNet | Python | NumPy | install (in a fresh venv) | tox env |",
-        "|---|---|---|---|---|",
-    ]
-    for c in versions.COMBINATIONS:
-        numpy = c.numpy_version or "the newest (`%s`, unpinned)" % c.numpy
-        rows.append(
-            "| %s | %s | %s | %s | `%s` |" % (c.mxnet, c.python, numpy, install_line(c), c.name)
-        )
-    return "\n".join(rows) + "\n"
+    return versions.markdown()
+
+
+def modern_versions_table():
+    """The combinations on today's stack (Python 3.12+)."""
+    return versions.markdown([c for c in versions.COMBINATIONS if c.modern])
 
 
 def supported_line():
@@ -154,19 +148,29 @@ def api():
             continue
         obj = getattr(mxcompat, name)
         if inspect.isclass(obj):
-            kind = "autoclass"
+            out.append(".. autoclass:: mxcompat.%s\n" % name)
         elif callable(obj):
-            kind = "autofunction"
+            out.append(".. autofunction:: mxcompat.%s\n" % name)
         else:
-            kind = "autodata"
-        out.append("```{%s} mxcompat.%s\n```\n" % (kind, name))
-    return "\n".join(out)
+            # A constant has no docstring of its own: its value, and what it is for.
+            out.append(
+                ".. py:data:: mxcompat.%s\n   :value: %r\n\n   %s\n" % (name, obj, CONSTANTS[name])
+            )
+    # Autodoc writes reStructuredText: parsed as such, not as the page's Markdown.
+    return "```{eval-rst}\n" + "\n".join(out) + "```\n"
+
+
+CONSTANTS = {
+    "SUPPORTED": "The MXNet releases mxcompat patches, as a PEP 440 specifier; with another "
+    "release it warns once and patches nothing.",
+}
 
 
 REFERENCES = {
     "patches": patches_table,
     "traps": traps_table,
     "versions": versions_table,
+    "versions-modern": modern_versions_table,
     "supported": supported_line,
     "settings": settings_table,
     "scan-rules": scan_rules_table,
