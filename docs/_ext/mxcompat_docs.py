@@ -166,7 +166,39 @@ CONSTANTS = {
 }
 
 
+def facts_table():
+    """Every "changed in MXNet 1.x" fact of ``_core/facts.py``: its name, the release it changed
+    in, and the comment above it, which says what was seen (the one home of these facts)."""
+    import ast
+
+    with open(facts.__file__, encoding="utf-8") as f:
+        source = f.read()
+    lines = source.splitlines()
+    rows = ["| fact | since | what the code relies on |", "|---|---|---|"]
+    for node in ast.parse(source).body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        if not isinstance(target, ast.Name) or not target.id.isupper():
+            continue
+        value = getattr(facts, target.id, None)
+        comment = []
+        at = node.lineno - 2
+        while at >= 0 and lines[at].lstrip().startswith("#"):
+            comment.insert(0, lines[at].lstrip()[1:].strip())
+            at -= 1
+        if not comment or target.id in ("MIN_VERSION", "MAX_VERSION", "SUPPORTED"):
+            continue
+        if isinstance(value, tuple) and all(isinstance(v, int) for v in value):
+            since = _release(value)
+        else:
+            since = "(see the comment)"
+        rows.append("| `%s` | %s | %s |" % (target.id, since, _cell(" ".join(comment))))
+    return "\n".join(rows) + "\n"
+
+
 REFERENCES = {
+    "facts": facts_table,
     "patches": patches_table,
     "traps": traps_table,
     "versions": versions_table,
