@@ -8,7 +8,10 @@
 * ```` ```sh ```` and ```` ```text ```` blocks are shown, not run: installs into the reader's own
   environment, commands that run for many minutes, and outputs recorded on a named machine.
   CONTRIBUTING.md says which test exercises each of those commands.
-* ``% skip: next "reason"`` (a MyST comment) before a block skips it where it cannot apply.
+* ``% skip: next if(not REFERENCE_STACK, reason="...")`` (a MyST comment) before a block skips
+  it where it cannot apply: ``REFERENCE_STACK`` is true on MXNet 1.9.1 + Python 3.11 + NumPy
+  1.23.5 (tox -e docs), where outputs that name the stack were taken; tox -e docs-py313 runs
+  every other example on Python 3.13 and the newest NumPy.
 
 Each page runs in a fresh temporary folder holding ``examples/`` (a link to the checkout's),
 with the ``mxcompat`` and ``python`` of the environment running the tests first on ``PATH``.
@@ -65,6 +68,17 @@ def _console(example):
     return None
 
 
+def _reference_stack():
+    # Read without importing mxnet: a page's own first import must be the one that counts.
+    from importlib.metadata import version
+
+    return (
+        sys.version_info[:2] == (3, 11)
+        and version("numpy") == "1.23.5"
+        and (version("mxnet") == "1.9.1")
+    )
+
+
 def _page_setup(namespace):
     # Every page starts in a folder of its own, as a reader's project would.
     import tempfile
@@ -72,6 +86,7 @@ def _page_setup(namespace):
     folder = tempfile.mkdtemp(prefix="mxcompat-docs-")
     os.symlink(os.path.join(ROOT, "examples"), os.path.join(folder, "examples"))
     namespace["__cwd__"] = folder
+    namespace["REFERENCE_STACK"] = _reference_stack()
     namespace["__old_cwd__"] = os.getcwd()
     os.chdir(folder)
 
