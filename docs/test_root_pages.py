@@ -52,3 +52,18 @@ def test_relative_links_name_files_that_exist(page):
     assert targets or page == "CHANGELOG.md"
     missing = [t for t in targets if not os.path.exists(os.path.join(ROOT, t.split("#")[0]))]
     assert missing == []
+
+
+def test_the_readme_is_a_landing_page_with_the_two_commands_first():
+    import re
+
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert len(text.splitlines()) <= 150
+    first_screen = "\n".join(text.splitlines()[:40])
+    commands = re.findall(r"```sh\n(.*?)\n```", first_screen, re.S)
+    assert len(commands) == 2, commands
+    assert "mxcompat check" in commands[0] and "install" in commands[0]
+    assert commands[1].strip() == "bash .ci/run"
+    # Every page of the manual is reachable from the README's links or the docs' index.
+    assert "docs/index.md" in text
