@@ -94,3 +94,13 @@ def test_api_documents_every_public_name_from_its_docstring(built_html):
             assert doc, "mxcompat.%s has no docstring" % name
             first = _plain(doc.strip().split("\n\n")[0].replace("``", "`"))
             assert _squeeze(first)[:40] in _squeeze(page), name
+
+
+def test_cli_shows_every_command_with_its_help(built_html):
+    from mxcompat import cli
+
+    page = _squeeze(_text(built_html, "cli.html"))
+    commands = list(cli._parser()[0]._subparsers._group_actions[0].choices)
+    assert "run" in commands and "scan" in commands
+    for command in commands:
+        assert _squeeze("usage: mxcompat %s" % command) in page, command

@@ -197,7 +197,45 @@ def facts_table():
     return "\n".join(rows) + "\n"
 
 
+def _help_of(argv):
+    import contextlib
+    import io
+    import os
+
+    from mxcompat import cli
+
+    out = io.StringIO()
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal: one width for every build
+    try:
+        with contextlib.redirect_stdout(out):
+            try:
+                cli.main(argv + ["--help"])
+            except SystemExit:
+                pass
+    finally:
+        if old is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = old
+    return out.getvalue().rstrip("\n")
+
+
+def cli_reference():
+    """``mxcompat --help`` and each command's ``--help``, as the installed CLI prints them."""
+    from mxcompat import cli
+
+    parser = cli._parser()[0]
+    commands = list(parser._subparsers._group_actions[0].choices)
+    out = ["## `mxcompat`\n", "```text\n%s\n```\n" % _help_of([])]
+    for command in commands:
+        out.append("## `mxcompat %s`\n" % command)
+        out.append("```text\n%s\n```\n" % _help_of([command]))
+    return "\n".join(out)
+
+
 REFERENCES = {
+    "cli": cli_reference,
     "facts": facts_table,
     "patches": patches_table,
     "traps": traps_table,
