@@ -271,6 +271,32 @@ class Reference(SphinxDirective):
         return holder.children
 
 
+class OtherPages(SphinxDirective):
+    """A toctree of every page no other toctree of this page lists (a page added to docs/ is
+    in the manual at once, listed once; the build fails on a page in no toctree)."""
+
+    has_content = False
+
+    def run(self):
+        import re
+
+        with open(self.env.doc2path(self.env.docname), encoding="utf-8") as f:
+            source = f.read()
+        listed = set()
+        for block in re.findall(r"```\{toctree\}\n(.*?)```", source, re.S):
+            listed.update(
+                line.strip() for line in block.splitlines() if line.strip() and line[0] != ":"
+            )
+        others = sorted(d for d in self.env.found_docs if d not in listed | {self.env.docname})
+        if not others:
+            return []
+        text = "```{toctree}\n:caption: More\n:maxdepth: 1\n\n%s\n```\n" % "\n".join(others)
+        holder = nodes.container()
+        self.state.nested_parse(StringList(text.splitlines()), self.content_offset, holder)
+        return holder.children
+
+
 def setup(app):
     app.add_directive("mxcompat-reference", Reference)
+    app.add_directive("mxcompat-other-pages", OtherPages)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
