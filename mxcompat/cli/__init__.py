@@ -1,12 +1,14 @@
 """The ``mxcompat`` command: ``run`` a legacy script with the patches, ``check`` an install,
 list the ``patches``, run a project's tests on every supported MXNet (``matrix``, matrix/),
-convert a checkpoint to ``onnx``.
+convert a checkpoint to ``onnx``, ``install`` MXNet with the right NumPy (install/).
 
 ``run`` works like ``ddtrace-run``: it puts a ``sitecustomize`` on ``PYTHONPATH`` and
 replaces itself with ``python [options] script.py args`` (``exec``), so argv, ``__main__``,
 ``sys.path[0]``, tracebacks, exit codes and stdin/stdout are exactly Python's own, and every
 child process the script starts is patched too.
 """
+
+from __future__ import annotations
 
 import argparse
 import json
@@ -60,7 +62,9 @@ def _parser():
         epilog=ENVIRONMENT_HELP,
     )
     parser.add_argument("--version", action="version", version="mxcompat " + __version__)
-    sub = parser.add_subparsers(dest="command", metavar="{run,check,patches,matrix,onnx,scan}")
+    sub = parser.add_subparsers(
+        dest="command", metavar="{run,check,patches,matrix,onnx,scan,install}"
+    )
     sub.required = True
 
     run = sub.add_parser(
@@ -116,6 +120,14 @@ def _parser():
         "scan",
         add_help=False,
         help="find (and --fix) the legacy MXNet traps in Python source: mxcompat scan --help",
+    )
+
+    # Parsed by install/ itself.
+    sub.add_parser(
+        "install",
+        add_help=False,
+        help="install MXNet with the NumPy mxcompat is tested with on this Python (past the "
+        "wheel's numpy<2 pin on Python 3.12/3.13): mxcompat install mxnet==1.9.1",
     )
 
     to_onnx = sub.add_parser(
@@ -402,7 +414,7 @@ def _patches(as_json):
     return 0
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser, run_parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "matrix":
@@ -413,6 +425,10 @@ def main(argv=None):
         from . import scan
 
         return scan.main(argv[1:])
+    if argv and argv[0] == "install":
+        from . import install
+
+        return install.main(argv[1:])
     if argv and argv[0] == "run":
         own, python, module, target = _split_run_argv(argv[1:], run_parser.error)
         args = parser.parse_args(["run"] + own)
