@@ -9,6 +9,8 @@ order, and removing one unwinds the ones stacked above it and re-applies them: e
 ``unpatch`` leaves the exact original objects behind (``Module.bind is original_bind``).
 """
 
+from __future__ import annotations
+
 import sys
 import threading
 from collections import OrderedDict
@@ -121,7 +123,7 @@ def register(patch):
     return patch
 
 
-def names():
+def names() -> tuple[str, ...]:
     """Every registered patch name, in stacking order."""
     return tuple(_registry)
 
@@ -163,7 +165,7 @@ def _check_names(requested, caller):
     return list(requested) if requested else list(_registry)
 
 
-def patch(*names):
+def patch(*names: str) -> tuple[str, ...]:
     """Apply the named patches (all if none are named).
 
     Idempotent and thread-safe.  If mxnet is not imported yet, the patches are applied the
@@ -182,7 +184,7 @@ def patch(*names):
         return patched()
 
 
-def unpatch(*names):
+def unpatch(*names: str) -> tuple[str, ...]:
     """Remove the named patches (all if none are named), restoring MXNet's own objects."""
     requested = _check_names(names, "unpatch")
     with _lock:
@@ -191,7 +193,7 @@ def unpatch(*names):
         return patched()
 
 
-def patched():
+def patched() -> tuple[str, ...]:
     """The names of the patches applied to the imported mxnet, in stacking order."""
     with _lock:
         return tuple(_active)

@@ -1,8 +1,9 @@
 """The supported combinations of MXNet, Python and NumPy, and how each is installed.
 
-The one table: ``mxcompat matrix`` builds its environments from it, and the test suite checks
-that ``tox.ini`` (our own matrix) and the README's "Supported versions" table say the same
-(tests/core/test_versions.py), so the three never drift.  Each row was found by installing
+The one table: ``mxcompat matrix`` builds its environments from it, the documentation's
+"Supported versions" page renders it at build time (``markdown``), and the test suite checks
+that ``tox.ini`` (our own matrix) says the same (tests/core/test_versions.py), so they never
+drift.  Each row was found by installing
 the release on that stack and running it: a release's own pins (1.3.1 and 1.4.1 declare
 ``numpy<1.15``, so Python 3.7 is the newest with wheels) give its first row; the rows beyond
 them install MXNet with ``--no-deps`` beside a newer NumPy, and load through mxcompat.
@@ -14,6 +15,10 @@ from packaging.version import Version
 
 # What every MXNet wheel requires besides NumPy: installed by hand next to a --no-deps MXNet.
 MXNET_EXTRAS = ("requests<3", "graphviz==0.8.4")
+
+# The NumPy requirement each MXNet wheel declares (its METADATA's Requires-Dist): 1.3.1 and
+# 1.4.1 ask for a NumPy older than 1.15, 1.5 to 1.9 for one older than 2.
+WHEEL_NUMPY = (("1.5", "numpy>1.16.0,<2.0.0"), ("1.3", "numpy>=1.8.2,<1.15.0"))
 
 
 class Combination(namedtuple("Combination", "name mxnet python numpy no_deps")):
@@ -88,3 +93,63 @@ def by_name(name):
         if combination.name == name:
             return combination
     raise KeyError(name)
+
+
+def release_matches(wanted, version):
+    """Whether ``wanted`` names the release ``version``: "1.5.1" and "1.5.1.post0" are one
+    release, "1.5" is every 1.5.x."""
+    from packaging.version import InvalidVersion
+
+    try:
+        prefix = Version(wanted).release
+    except InvalidVersion:
+        return False
+    return Version(version).release[: len(prefix)] == prefix
+
+
+def wheel_numpy(mxnet):
+    """The NumPy requirement MXNet ``mxnet``'s own wheel declares."""
+    for since, requirement in WHEEL_NUMPY:
+        if Version(mxnet) >= Version(since):
+            return requirement
+    raise KeyError(mxnet)
+
+
+def overrides(mxnet, latest=False):
+    """uv's ``--overrides`` lines that replace MXNet ``mxnet``'s NumPy pin with the NumPy of this
+    table, one line per Python (an environment marker each).  An override replaces every
+    requirement of its package, and one whose marker is false drops it, so every Python gets a
+    line: a Python with a combination gets that combination's NumPy (the unpinned one if
+    ``latest`` and the table has it), every other Python the wheel's own requirement (which
+    fails there as it would without mxcompat: nothing untested is promised)."""
+    rows = {}
+    for c in COMBINATIONS:
+        if c.mxnet == mxnet and (c.python not in rows or c.latest == latest):
+            rows[c.python] = c.numpy
+    if not rows:
+        raise KeyError(mxnet)
+    own = wheel_numpy(mxnet)
+    lines = ['%s; python_version == "%s"' % (rows[p], p) for p in sorted(rows, key=Version)]
+    others = " and ".join('python_version != "%s"' % p for p in sorted(rows, key=Version))
+    return lines + ["%s; %s" % (own, others)]
+
+
+def install_line(combination):
+    """The command lines that install ``combination`` and mxcompat into a fresh environment."""
+    lines = combination.install_lines()
+    lines[-1] += " mxcompat"
+    return " then ".join("`%s`" % line for line in lines)
+
+
+def markdown(combinations=COMBINATIONS):
+    """The "Supported versions" table (the docs render it at build time)."""
+    rows = [
+        "| MXNet | Python | NumPy | install (in a fresh venv) | tox env |",
+        "|---|---|---|---|---|",
+    ]
+    for c in combinations:
+        numpy = c.numpy_version or "the newest (`%s`, unpinned)" % c.numpy
+        rows.append(
+            "| %s | %s | %s | %s | `%s` |" % (c.mxnet, c.python, numpy, install_line(c), c.name)
+        )
+    return "\n".join(rows) + "\n"

@@ -1,5 +1,5 @@
-"""MXNet's Python layer on NumPy 2's new behaviour (user manual: README, "MXNet 1.x on
-Python 3.12/3.13 and NumPy 1.24 … 2.x"); applied only on NumPy 2.  Where each fix sits, and why:
+"""MXNet's Python layer on NumPy 2's new behaviour (user manual: docs/guide/numpy2.md);
+applied only on NumPy 2.  Where each fix sits, and why:
 
 * NEP 51 scalar reprs: MXNet hands operator parameters to its C++ core as ``str(value)``, so
   a list or tuple holding NumPy scalars is written as NumPy 1 wrote it at every place MXNet
@@ -75,6 +75,7 @@ _one_element = False  # NumPy refuses a scalar of a 1-element array
 
 
 def _numpy2():
+    """Whether the installed NumPy is 2.0 or newer."""
     return _compat.numpy_since(_compat.NUMPY_2)
 
 

@@ -505,7 +505,7 @@ BY_CODE = {r.code: r for r in RULES}
 
 
 def markdown():
-    """The rules page of the docs (docs/scan.md's table; a test keeps the two equal)."""
+    """The rules table of the docs' scan page (docs/scan.md renders it at build time)."""
     rows = ["| code | name | finds | trap | --fix |", "|---|---|---|---|---|"]
     for r in RULES:
         trap = find_trap(r.trap).symptom if r.trap else "(not in the trap list)"
@@ -517,7 +517,7 @@ def markdown():
 
 
 if __name__ == "__main__":
-    # python -m mxcompat.cli.scan.rules: the rules table of docs/scan.md.
+    # python -m mxcompat.cli.scan.rules: the rules table docs/scan.md shows.
     import sys
 
     sys.stdout.write(markdown())
