@@ -1,12 +1,13 @@
 """The patch lifecycle: a registry of named patches, applied to mxnet when it is imported.
 
-Modelled on wrapt's post-import hooks, ddtrace's patch()/unpatch() and OpenTelemetry's
-instrumentors.  Each patch is a list of targets (a module, a dotted attribute, a wrapt
-wrapper).  What the user wants active (``_wanted``) is kept apart from what is applied
-(``_active``, in registry order); ``_sync`` makes the second match the first.  Because two
-patches may wrap the same function (``Module.bind``), patches are always stacked in registry
-order, and removing one unwinds the ones stacked above it and re-applies them: every
-``unpatch`` leaves the exact original objects behind (``Module.bind is original_bind``).
+Modelled on ddtrace's patch()/unpatch() and OpenTelemetry's instrumentors; the patches land
+from ``hooks.when_imported("mxnet", ...)``.  Each patch is a list of targets (a module, a
+dotted attribute, a wrapt wrapper).  What the user wants active (``_wanted``) is kept apart
+from what is applied (``_active``, in registry order); ``_sync`` makes the second match the
+first.  Because two patches may wrap the same function (``Module.bind``), patches are always
+stacked in registry order, and removing one unwinds the ones stacked above it and re-applies
+them: every ``unpatch`` leaves the exact original objects behind (``Module.bind is
+original_bind``).
 """
 
 import sys
@@ -17,7 +18,7 @@ import wrapt
 
 from ..patches import ORDER
 from . import facts as _compat
-from . import settings
+from . import hooks, settings
 from .log import forget as _forget_warning
 from .log import logger, warn_once
 
@@ -60,9 +61,21 @@ class Patch:
     ``when``: a condition of this process beyond the release (Python 3.12+, ``-OO``, NumPy 2,
     an MKLDNN build), asked each time; where it is false, ``patched()`` does not list the patch.
     ``on_apply``/``on_remove``: extra work beyond the targets (e.g. installing a hook).
+    ``before_import``: ``action(version)`` run when ``import mxnet`` starts, before MXNet's
+    code, if the patch is wanted and applies to that release (``hooks.register``).
     """
 
-    def __init__(self, name, doc, targets=(), since=None, on_apply=None, on_remove=None, when=None):
+    def __init__(
+        self,
+        name,
+        doc,
+        targets=(),
+        since=None,
+        on_apply=None,
+        on_remove=None,
+        when=None,
+        before_import=None,
+    ):
         self.name = name
         self.doc = doc
         self.targets = list(targets)
@@ -70,6 +83,7 @@ class Patch:
         self.on_apply = on_apply
         self.on_remove = on_remove
         self.when = when
+        self.before_import = before_import
 
     def applies_to(self, version):
         return (self.since is None or _compat.since(self.since, version)) and (
@@ -118,7 +132,20 @@ def register(patch):
         _registry[patch.name] = patch
         for name in sorted(_registry, key=_RANK.__getitem__):
             _registry.move_to_end(name)
+    if patch.before_import is not None:
+        hooks.register(
+            patch.name, patch.before_import, lambda version: _wanted_before_import(patch, version)
+        )
     return patch
+
+
+def _wanted_before_import(patch, version):
+    """Whether ``patch``'s pre-import action should run for the release about to load."""
+    if not is_wanted(patch.name):
+        return False
+    if version is None:
+        return True  # an MXNet 1.x fork without libinfo: act as for 1.x
+    return _compat.is_supported(version) and patch.applies_to(version)
 
 
 def names():
@@ -222,8 +249,8 @@ def _ensure_hook():
     global _hook_registered
     if not _hook_registered:
         _hook_registered = True
-        # If mxnet is already imported, wrapt calls the hook at once.
-        wrapt.register_post_import_hook(_on_mxnet_import, "mxnet")
+        # If mxnet is already imported, the hook runs at once.
+        hooks.when_imported("mxnet", _on_mxnet_import)
 
 
 def _on_mxnet_import(module):

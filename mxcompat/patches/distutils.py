@@ -31,7 +31,6 @@ import re
 import sys
 
 from .._core import facts as _compat
-from .._core import hooks as _preimport
 from .._core.registry import Patch, record, register
 
 PATCH = "distutils"
@@ -187,7 +186,6 @@ register(
         when=needed,
         on_apply=_on_apply,
         on_remove=uninstall,
+        before_import=_before_mxnet,
     )
 )
-_preimport.register(PATCH, _before_mxnet)
-_preimport.install()
