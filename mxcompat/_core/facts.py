@@ -146,7 +146,7 @@ ONNX_EXPORT_OPSETS = (
 
 # --- NumPy releases (MXNet will never release again: mxcompat is its NumPy support) --------
 
-# NEP 50 (scalar promotion) and NEP 51 (scalar reprs such as "np.int64(3)") (patches/numpy2.py).
+# NEP 50 (scalar promotion) and NEP 51 (scalar reprs such as "np.int64(3)") (patches/numpy2/).
 NUMPY_2 = (2, 0)
 # ndarray.tostring is gone, and np.dtype() refuses NDArray.dtype (a scalar class).
 NUMPY_NO_TOSTRING = (2, 3)

@@ -21,10 +21,12 @@ def test_order_is_the_registry():
 
 
 def test_every_patch_lives_under_its_name():
+    folder = os.path.join(PACKAGE, "patches")
     in_folder = sorted(
-        f[:-3]
-        for f in os.listdir(os.path.join(PACKAGE, "patches"))
-        if f.endswith(".py") and f != "__init__.py"
+        f[:-3] if f.endswith(".py") else f
+        for f in os.listdir(folder)
+        if (f.endswith(".py") and f != "__init__.py")
+        or os.path.isfile(os.path.join(folder, f, "__init__.py"))  # a patch in parts
     )
     assert in_folder == sorted(set(patches.ORDER) - set(patches.HOMES))
     for name in patches.ORDER:
