@@ -21,6 +21,7 @@ from . import facts as _compat
 from . import hooks, settings
 from .log import forget as _forget_warning
 from .log import logger, warn_once
+from .stacking import foreign_wrapper, raw_attribute, restore, wrapped_by
 
 # RLock: a patch's on_apply may call back into the registry.
 _lock = threading.RLock()
@@ -304,7 +305,7 @@ def _sync(mx=None):
     # Patches are unwound from the top; one that other code has wrapped over in a way that
     # cannot be unwrapped from beneath pins itself and everything below it.
     for index in range(len(active) - 1, keep - 1, -1):
-        blocker = _foreign_wrapper(active[index])
+        blocker = foreign_wrapper(_active[active[index]])
         if blocker is not None:
             for name in active[keep : index + 1]:
                 if name not in desired:
@@ -362,7 +363,7 @@ def _apply(name):
                     continue
                 raise AttributeError("mxcompat: %s.%s not found" % (target.module, target.path))
             original = vars(parent)[attr] if owned else None
-            if target.new is None and not owned and _wrapped_by(_raw_attribute(parent, attr), name):
+            if target.new is None and not owned and wrapped_by(raw_attribute(parent, attr), name):
                 # Inherited from a class this patch already wrapped (e.g. a metric's reset
                 # from EvalMetric on releases where the subclass has none): wrapping again
                 # would run the wrapper twice.
@@ -379,96 +380,16 @@ def _apply(name):
                 setattr(parent, attr, installed)
             records.append((parent, attr, owned, original, installed))
     except Exception:
-        _restore(records)
+        restore(records)
         raise
     if p.on_apply is not None:
         try:
             p.on_apply()
         except Exception:
-            _restore(records)
+            restore(records)
             raise
     _active[name] = records
     logger.debug("patched %s", name)
-
-
-def _raw_attribute(parent, attr):
-    """The attribute as stored, looked up along the MRO for a class (no descriptor binding)."""
-    if isinstance(parent, type):
-        for klass in parent.__mro__:
-            if attr in vars(klass):
-                return vars(klass)[attr]
-        return None
-    return vars(parent).get(attr)
-
-
-def _wrapped_by(obj, name):
-    """True if ``obj`` is, or stacks on, a wrapper installed by the patch ``name``."""
-    while hasattr(obj, "_self_mxcompat_patch"):
-        if obj._self_mxcompat_patch == name:
-            return True
-        obj = obj.__wrapped__
-    return False
-
-
-def _restore(records):
-    for parent, attr, owned, original, installed in reversed(records):
-        current = vars(parent).get(attr)
-        if current is not installed:
-            # Other code wrapped over ours since (ddtrace, OpenTelemetry: wrapt proxies):
-            # take ours out from beneath theirs, so their wrapper survives.  Replaced
-            # outright (not wrapped), the attribute is theirs: leave it.
-            # An attribute we added (no wrapper of ours beneath theirs) stays: theirs needs it.
-            outer = _outer_of(current, installed)
-            if outer is not None and hasattr(installed, "__wrapped__"):
-                outer.__wrapped__ = installed.__wrapped__
-            continue
-        if owned:
-            setattr(parent, attr, original)
-        else:
-            delattr(parent, attr)
-
-
-# wrapt 2 proxies (FunctionWrapper included) derive from BaseObjectProxy, wrapt 1's from
-# ObjectProxy.
-_PROXY = getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy)
-
-
-def _outer_of(obj, installed):
-    """The wrapt proxy in the chain from ``obj`` whose ``__wrapped__`` is ``installed``."""
-    while isinstance(obj, _PROXY):
-        if obj.__wrapped__ is installed:
-            return obj
-        obj = obj.__wrapped__
-    return None
-
-
-def _foreign_wrapper(name):
-    """Something other code installed over patch ``name`` that cannot be unwrapped from
-    beneath (not a wrapt proxy chain), or ``None``."""
-    for parent, attr, _, _, installed in _active[name]:
-        current = vars(parent).get(attr)
-        # Our own patches stacked above are unwound before this one is removed.
-        while current is not installed and hasattr(current, "_self_mxcompat_patch"):
-            current = current.__wrapped__
-        if (
-            current is not installed
-            and _outer_of(current, installed) is None
-            and _reaches(current, installed)
-        ):
-            return current
-    return None
-
-
-def _reaches(obj, installed):
-    # A wrapper made with functools.wraps names what it wraps in __wrapped__; one without
-    # it cannot be told from a replacement, and a replacement does not need us beneath it.
-    seen = 0
-    while obj is not None and seen < 100:
-        if obj is installed:
-            return True
-        obj = getattr(obj, "__wrapped__", None)
-        seen += 1
-    return False
 
 
 def _warn_pinned(name, holder, blocker):
@@ -486,5 +407,5 @@ def _remove(name):
     p = _registry[name]
     if p.on_remove is not None:
         p.on_remove()
-    _restore(records)
+    restore(records)
     logger.debug("unpatched %s", name)
