@@ -52,7 +52,7 @@ def applicable_patches():
     numpy_major = int(sys.modules["numpy"].__version__.split(".")[0])
     conditional = {
         "onednn_fc_bias": ONEDNN_FC,
-        "distutils": sys.version_info >= (3, 12) and _compat.since(_compat.NUMPY_SUBPACKAGE),
+        "distutils": sys.version_info >= (3, 12),
         "numpy2": numpy_major >= 2,
         "python_oo": sys.flags.optimize >= 2,
         # Every 1.x release traps (_compat.INT_DIVISION_SIGFPE names no release that raises).

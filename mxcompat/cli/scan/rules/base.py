@@ -19,6 +19,7 @@ RUNTIME_ONLY = {
     ("labels", "label_names=['label']"): "the symbol's label name is known only at run time",
     ("numpy_names", "has no attribute 'bool'"): "MXNet's own code on the installed NumPy",
     ("numpy_names", "np.PZERO"): "MXNet's own code on the installed NumPy",
+    ("distutils", "at `import mxnet`"): "MXNet's own import on the installed Python",
     ("numpy2", "Invalid Parameter format"): "NumPy scalars reach MXNet at run time",
     ("convert", "mod.save_params"): "which prefixes differ is known only at run time",
     ("frozen_statistics", "BatchNorm running mean"): "training moves them; no line says so",

@@ -42,7 +42,7 @@ def is_int_ndarray(node, ctx):
     "MXC006",
     "distutils-version",
     (cst.ImportFrom, cst.Import),
-    trap=("distutils", "No module named 'distutils'"),
+    trap=("distutils", "at your own `from distutils.version"),
     summary="distutils.version (gone on Python 3.12)",
 )
 def _distutils(node, ctx):
@@ -58,8 +58,8 @@ def _distutils(node, ctx):
         yield Finding(
             "MXC006",
             "distutils is gone from Python 3.12 (without setuptools); mxcompat serves "
-            "distutils.version only while MXNet needs it; fix: from looseversion import "
-            "LooseVersion (the same class, package looseversion) or packaging.version",
+            "distutils.version from `import mxnet` on, not above it; fix: from looseversion "
+            "import LooseVersion (the same class, package looseversion) or packaging.version",
             node,
             None,
         )
