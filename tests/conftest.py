@@ -83,13 +83,6 @@ def plain_import_works():
 # the report header of mxcompat's pytest plugin (mxcompat/pytest_plugin.py).
 
 
-def pytest_collection_modifyitems(items):
-    # The old name of @pytest.mark.mxnet, for test files written before it (same arguments).
-    for item in items:
-        for marker in list(item.iter_markers("requires_mxnet")):
-            item.add_marker(pytest.mark.mxnet(*marker.args, **marker.kwargs))
-
-
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "requires_plain_import: the test imports mxnet before (or without) mxcompat"
