@@ -281,7 +281,7 @@ def _split_run_argv(argv, error):
 
 def _run(args, python, module, target, error):
     # Checked here, as freeze() would: in the script each bad one would only be a warning.
-    from ..freeze.registry import _Pattern
+    from ..freeze.registry import check_pattern
 
     for value in args.freeze:
         items = settings.split(value)
@@ -289,7 +289,7 @@ def _run(args, python, module, target, error):
             error("--freeze %r names no parameter pattern" % value)
         for item in items:
             try:
-                _Pattern(item, "freeze")
+                check_pattern(item)
             except (TypeError, ValueError) as exc:
                 error("--freeze: %s" % exc)
     unknown = [n for n in args.no_patch if n not in _patching.names()]
