@@ -607,8 +607,8 @@ def test_warning_points_at_the_callers_line():
     sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1  # the next line's number
         mx.mod.Module(sym, data_names="data", label_names=None)
-        line = sys._getframe().f_lineno  # noqa: E702,E501
     ours = [w for w in caught if w.category is mxcompat.MXCompatWarning]
     assert len(ours) == 1
     assert (ours[0].filename, ours[0].lineno) == (__file__, line)
