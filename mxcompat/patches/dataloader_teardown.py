@@ -26,7 +26,7 @@ The other places where MXNet's Python layer (1.3.1 … 1.9.1, read in full: only
   has just written) and, from 1.4, ``Process.terminate()``s the workers still alive: a
   signal, never waited on.  Nothing reads or writes those queues afterwards, so a worker
   killed holding a queue's lock blocks no one: they cannot hang.
-* ``DataLoader(thread_pool=True)`` (1.5+): ``__del__`` terminates a ``ThreadPool``.  Threads
+* ``DataLoader(thread_pool=True)`` (1.4+): ``__del__`` terminates a ``ThreadPool``.  Threads
   are not killed, so no lock is left held, and its queues are in-process; ``terminate()`` only
   joins the pool's handler threads, which finish.  Left to MXNet (this patch skips it).
 * ``_MultiWorkerIter.__next__`` (1.6+) ``terminate()``s the process pool when a batch raised
