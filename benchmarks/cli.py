@@ -18,6 +18,8 @@ convert   conversion.py         ``to_gluon``/``to_module`` vs copies and file ro
 memory    conversion_memory.py  each conversion's peak RSS growth (probes/conversion_peak_rss.py)
 import    import_time.py        ``import mxcompat`` before/after mxnet (probes/import_order.py)
 onnx      onnx_inference.py     ``to_onnx`` in onnxruntime vs MXNet, and the export itself
+horovod   horovod_step.py       a Horovod step on 2 workers, patched vs not, backbone frozen vs
+                                ``fixed_param_names`` (probes/horovod_step_worker.py; needs Horovod)
 suite     mxnet_suite.py        MXNet's own Module/Gluon/Trainer tests without vs with mxcompat
                                 (given ``--mxnet-src`` or $MXCOMPAT_MXNET_SRC; else skipped)
 longrun   long_run.py           20 000 update()/step() with the registry changing: time per step
@@ -52,6 +54,7 @@ from . import (  # noqa: E402
     conversion,
     conversion_memory,
     freezing,
+    horovod_step,
     import_time,
     long_run,
     module_update,
@@ -83,6 +86,7 @@ SECTIONS = [
     ("memory", conversion_memory),
     ("import", import_time),
     ("onnx", onnx_inference),
+    ("horovod", horovod_step),
     ("suite", mxnet_suite),
     ("longrun", long_run),
 ]

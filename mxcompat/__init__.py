@@ -47,6 +47,28 @@ __all__ = [
     "__version__",
 ]
 
+# What a type checker reads (py.typed): each public name where it lives, with its annotations.
+# At run time they are bound lazily (module __getattr__ below), so nothing more is imported.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._core.facts import SUPPORTED as SUPPORTED
+    from ._core.log import MXCompatWarning as MXCompatWarning
+    from ._core.registry import names as patch_names
+    from ._core.registry import patch as patch
+    from ._core.registry import patched as patched
+    from ._core.registry import unpatch as unpatch
+    from .convert import to_gluon as to_gluon
+    from .convert import to_module as to_module
+    from .convert.quantize import quantize as quantize
+    from .freeze import freeze as freeze
+    from .freeze import frozen as frozen
+    from .freeze import frozen_patterns as frozen_patterns
+    from .freeze import frozen_report as frozen_report
+    from .freeze import is_frozen as is_frozen
+    from .freeze import unfreeze as unfreeze
+    from .legacy_numpy import numpy_legacy as numpy_legacy
+    from .onnx.export import to_onnx as to_onnx
+
 # Public name -> (module, attribute).
 _PUBLIC = {
     "MXCompatWarning": ("_core.log", "MXCompatWarning"),
@@ -109,22 +131,25 @@ def _load():
     return True
 
 
-def __getattr__(name):
-    # A public name, or a submodule asked of the package (`from mxcompat import freeze`),
-    # comes with every patch registered.
-    if name.startswith("__"):
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    _load()
-    names = globals()
-    if name not in names and name in _PUBLIC:
-        from importlib import import_module
+# Hidden from type checkers, which would otherwise take any misspelt name for a valid one.
+if not TYPE_CHECKING:
 
-        module, attr = _PUBLIC[name]
-        names[name] = getattr(import_module(__name__ + "." + module), attr)
-    try:
-        return names[name]
-    except KeyError:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name)) from None
+    def __getattr__(name):
+        # A public name, or a submodule asked of the package (`from mxcompat import freeze`),
+        # comes with every patch registered.
+        if name.startswith("__"):
+            raise AttributeError("module %r has no attribute %r" % (__name__, name))
+        _load()
+        names = globals()
+        if name not in names and name in _PUBLIC:
+            from importlib import import_module
+
+            module, attr = _PUBLIC[name]
+            names[name] = getattr(import_module(__name__ + "." + module), attr)
+        try:
+            return names[name]
+        except KeyError:
+            raise AttributeError("module %r has no attribute %r" % (__name__, name)) from None
 
 
 def __dir__():

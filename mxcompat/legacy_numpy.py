@@ -11,6 +11,8 @@ without the opt-in nothing changes.  The names MXNet's own code reads are restor
 by the ``numpy_names`` patch as plain attributes, without a warning.
 """
 
+from __future__ import annotations
+
 import sys
 import threading
 import warnings
@@ -91,12 +93,12 @@ _original = None  # numpy's module class before ours
 _values = {}  # name -> the value served (built at its first use)
 
 
-def enabled():
+def enabled() -> bool:
     """Whether the opt-in is on in this process."""
     return _enabled
 
 
-def numpy_legacy(enable=True):
+def numpy_legacy(enable: bool = True) -> None:
     """Serve the NumPy names legacy code reads where today's NumPy removed them (opt-in).
 
     Each name gets one ``MXCompatWarning`` at its first use; ``numpy_legacy(False)`` takes

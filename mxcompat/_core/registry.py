@@ -10,6 +10,8 @@ them: every ``unpatch`` leaves the exact original objects behind (``Module.bind 
 original_bind``).
 """
 
+from __future__ import annotations
+
 import sys
 import threading
 from collections import OrderedDict
@@ -149,7 +151,7 @@ def _wanted_before_import(patch, version):
     return _compat.is_supported(version) and patch.applies_to(version)
 
 
-def names():
+def names() -> tuple[str, ...]:
     """Every registered patch name, in stacking order."""
     return tuple(_registry)
 
@@ -191,7 +193,7 @@ def _check_names(requested, caller):
     return list(requested) if requested else list(_registry)
 
 
-def patch(*names):
+def patch(*names: str) -> tuple[str, ...]:
     """Apply the named patches (all if none are named).
 
     Idempotent and thread-safe.  If mxnet is not imported yet, the patches are applied the
@@ -210,7 +212,7 @@ def patch(*names):
         return patched()
 
 
-def unpatch(*names):
+def unpatch(*names: str) -> tuple[str, ...]:
     """Remove the named patches (all if none are named), restoring MXNet's own objects."""
     requested = _check_names(names, "unpatch")
     with _lock:
@@ -219,7 +221,7 @@ def unpatch(*names):
         return patched()
 
 
-def patched():
+def patched() -> tuple[str, ...]:
     """The names of the patches applied to the imported mxnet, in stacking order."""
     with _lock:
         return tuple(_active)

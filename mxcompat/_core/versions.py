@@ -15,6 +15,10 @@ from packaging.version import Version
 # What every MXNet wheel requires besides NumPy: installed by hand next to a --no-deps MXNet.
 MXNET_EXTRAS = ("requests<3", "graphviz==0.8.4")
 
+# The NumPy requirement each MXNet wheel declares (its METADATA's Requires-Dist): 1.3.1 and
+# 1.4.1 ask for a NumPy older than 1.15, 1.5 to 1.9 for one older than 2.
+WHEEL_NUMPY = (("1.5", "numpy>1.16.0,<2.0.0"), ("1.3", "numpy>=1.8.2,<1.15.0"))
+
 
 class Combination(namedtuple("Combination", "name mxnet python numpy no_deps")):
     """One environment: ``mxnet`` is the wheel's exact version, ``numpy`` a requirement
@@ -88,3 +92,42 @@ def by_name(name):
         if combination.name == name:
             return combination
     raise KeyError(name)
+
+
+def release_matches(wanted, version):
+    """Whether ``wanted`` names the release ``version``: "1.5.1" and "1.5.1.post0" are one
+    release, "1.5" is every 1.5.x."""
+    from packaging.version import InvalidVersion
+
+    try:
+        prefix = Version(wanted).release
+    except InvalidVersion:
+        return False
+    return Version(version).release[: len(prefix)] == prefix
+
+
+def wheel_numpy(mxnet):
+    """The NumPy requirement MXNet ``mxnet``'s own wheel declares."""
+    for since, requirement in WHEEL_NUMPY:
+        if Version(mxnet) >= Version(since):
+            return requirement
+    raise KeyError(mxnet)
+
+
+def overrides(mxnet, latest=False):
+    """uv's ``--overrides`` lines that replace MXNet ``mxnet``'s NumPy pin with the NumPy of this
+    table, one line per Python (an environment marker each).  An override replaces every
+    requirement of its package, and one whose marker is false drops it, so every Python gets a
+    line: a Python with a combination gets that combination's NumPy (the unpinned one if
+    ``latest`` and the table has it), every other Python the wheel's own requirement (which
+    fails there as it would without mxcompat: nothing untested is promised)."""
+    rows = {}
+    for c in COMBINATIONS:
+        if c.mxnet == mxnet and (c.python not in rows or c.latest == latest):
+            rows[c.python] = c.numpy
+    if not rows:
+        raise KeyError(mxnet)
+    own = wheel_numpy(mxnet)
+    lines = ['%s; python_version == "%s"' % (rows[p], p) for p in sorted(rows, key=Version)]
+    others = " and ".join('python_version != "%s"' % p for p in sorted(rows, key=Version))
+    return lines + ["%s; %s" % (own, others)]

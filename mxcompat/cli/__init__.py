@@ -1,12 +1,14 @@
 """The ``mxcompat`` command: ``run`` a legacy script with the patches, ``check`` an install,
 list the ``patches``, run a project's tests on every supported MXNet (``matrix``, matrix/),
-convert a checkpoint to ``onnx``.
+convert a checkpoint to ``onnx``, ``install`` MXNet with the right NumPy (install/).
 
 ``run`` works like ``ddtrace-run``: it puts a ``sitecustomize`` on ``PYTHONPATH`` and
 replaces itself with ``python [options] script.py args`` (``exec``), so argv, ``__main__``,
 ``sys.path[0]``, tracebacks, exit codes and stdin/stdout are exactly Python's own, and every
 child process the script starts is patched too.
 """
+
+from __future__ import annotations
 
 import argparse
 import json
@@ -44,7 +46,8 @@ RUN_HELP = (
   -m MODULE            run library module MODULE as a script, like python -m
   -E, -I and -S are refused: with them Python would not load mxcompat's bootstrap.
 
-The target is a script, a directory or zip file with __main__.py, or -m MODULE;
+The target is a script, a directory or zip file with __main__.py, -m MODULE, or a
+Python command on PATH (a console script such as horovodrun, run by this interpreter);
 everything after it belongs to the script.
 
 """
@@ -60,7 +63,9 @@ def _parser():
         epilog=ENVIRONMENT_HELP,
     )
     parser.add_argument("--version", action="version", version="mxcompat " + __version__)
-    sub = parser.add_subparsers(dest="command", metavar="{run,check,patches,matrix,onnx,scan}")
+    sub = parser.add_subparsers(
+        dest="command", metavar="{run,check,patches,matrix,onnx,scan,install}"
+    )
     sub.required = True
 
     run = sub.add_parser(
@@ -116,6 +121,14 @@ def _parser():
         "scan",
         add_help=False,
         help="find (and --fix) the legacy MXNet traps in Python source: mxcompat scan --help",
+    )
+
+    # Parsed by install/ itself.
+    sub.add_parser(
+        "install",
+        add_help=False,
+        help="install MXNet with the NumPy mxcompat is tested with on this Python (past the "
+        "wheel's numpy<2 pin on Python 3.12/3.13): mxcompat install mxnet==1.9.1",
     )
 
     to_onnx = sub.add_parser(
@@ -279,6 +292,25 @@ def _split_run_argv(argv, error):
     return own, python, None, []
 
 
+def _python_command(name):
+    """``(path, whether it is a Python script)`` of ``name``, a bare command on PATH (a console
+    script such as ``horovodrun``), or ``None``.  Launchers like these start the training
+    processes; run by this interpreter, they and their children get the bootstrap."""
+    import shutil
+
+    if os.sep in name or (os.altsep and os.altsep in name):
+        return None
+    path = shutil.which(name)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return None
+    return path, first.startswith(b"#!") and b"python" in first
+
+
 def _run(args, python, module, target, error):
     # Checked here, as freeze() would: in the script each bad one would only be a warning.
     from ..freeze.registry import check_pattern
@@ -306,8 +338,18 @@ def _run(args, python, module, target, error):
         script = target[0]
         # A directory or zip file with __main__.py runs as with `python DIR`.
         if not (os.path.isfile(script) or os.path.isdir(script)):
-            sys.stderr.write("mxcompat run: can't open file %r: no such file\n" % script)
-            return 2
+            found = _python_command(script)
+            if found is None:
+                sys.stderr.write("mxcompat run: can't open file %r: no such file\n" % script)
+                return 2
+            if not found[1]:
+                sys.stderr.write(
+                    "mxcompat run: %r (%s) is not a Python script; run starts Python programs\n"
+                    % (script, found[0])
+                )
+                return 2
+            found = found[0]
+            target = [found] + target[1:]
         # "--": a script named "-x.py" is still the script, as in `mxcompat run -- -x.py`.
         argv = [sys.executable] + python + ["--"] + target
 
@@ -402,7 +444,7 @@ def _patches(as_json):
     return 0
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser, run_parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "matrix":
@@ -413,6 +455,10 @@ def main(argv=None):
         from . import scan
 
         return scan.main(argv[1:])
+    if argv and argv[0] == "install":
+        from . import install
+
+        return install.main(argv[1:])
     if argv and argv[0] == "run":
         own, python, module, target = _split_run_argv(argv[1:], run_parser.error)
         args = parser.parse_args(["run"] + own)

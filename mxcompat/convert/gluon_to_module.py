@@ -3,6 +3,8 @@ holding its parameters, unbound or bound (values copied once, straight into the 
 optionally with a loss head so that it can ``fit``.
 """
 
+from __future__ import annotations
+
 from .._core import facts as _compat
 from ._common import (
     _check_bind_shapes,
@@ -17,22 +19,39 @@ from ._common import (
 from .graph import _add_loss, _block_graph, _block_params
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore
 
+# Names for annotations only: type checkers take this block as run, Python never runs it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, List, Sequence, Tuple, Union
+
+    from mxnet.context import Context
+    from mxnet.gluon import HybridBlock
+    from mxnet.io import DataDesc
+    from mxnet.module import Module
+
+    # A (name, shape) pair, or MXNet's own description of an input.
+    Shape = Union[Tuple[str, Tuple[int, ...]], DataDesc]
+    Contexts = Union[Context, List[Context], Tuple[Context, ...]]
+    # A list or tuple (another sequence is refused: a str would be read letter by letter).
+    Names = Union[List[str], Tuple[str, ...]]
+    Shapes = Sequence[Shape]
+
 
 def _shape_names(shapes):
     return [getattr(d, "name", None) or d[0] for d in shapes]
 
 
 def to_module(
-    block,
-    data_names=None,
-    label_names=None,
-    data_shapes=None,
-    label_shapes=None,
-    context=None,
-    copy=True,
-    loss=None,
-    for_training=None,
-):
+    block: HybridBlock,
+    data_names: Names | None = None,
+    label_names: Names | None = None,
+    data_shapes: Shapes | None = None,
+    label_shapes: Shapes | None = None,
+    context: Contexts | None = None,
+    copy: bool = True,
+    loss: str | Callable[..., Any] | None = None,
+    for_training: bool | None = None,
+) -> Module:
     """A ``Module`` of ``block``'s network holding its parameters (arg and aux).
 
     The symbol is built in memory: the block's cached graph if it was hybridized and run,
@@ -80,7 +99,7 @@ def to_module(
         label_names = ["softmax_label"]
     block_inputs = None
     if data_names is not None:
-        block_inputs = data_names + (label_names if loss is None else [])
+        block_inputs = list(data_names) + (label_names if loss is None else [])
     elif label_names and loss is None:
         block_inputs = ["data"] + label_names
     names, out = _block_graph(block, block_inputs, where)

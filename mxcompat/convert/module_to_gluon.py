@@ -3,6 +3,8 @@ inference graph, or loads the module's values into a ``HybridBlock`` of the same
 architecture by structure; either holding copies of the values, or the module's own arrays.
 """
 
+from __future__ import annotations
+
 from ..freeze.fixed_param_names import own_fixed_names
 from ._common import _check_contexts, _check_flag, _fail, _mx, _names
 from .graph import (
@@ -14,6 +16,13 @@ from .graph import (
     _symbols_iterate_by_index,
 )
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore
+
+# Names for annotations only: type checkers take this block as run, Python never runs it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mxnet.context import Context
+    from mxnet.gluon import HybridBlock
+    from mxnet.module import Module
 
 
 def _module_arrays(module, where):
@@ -72,7 +81,12 @@ def _share_module_arrays(module, args, auxs):
         module._params_dirty = True
 
 
-def to_gluon(module, block=None, copy=True, ctx=None):
+def to_gluon(
+    module: Module,
+    block: HybridBlock | None = None,
+    copy: bool = True,
+    ctx: Context | list[Context] | tuple[Context, ...] | None = None,
+) -> HybridBlock:
     """A Gluon model of ``module``'s network holding its current parameters.
 
     Without ``block``: a ``gluon.SymbolBlock`` over the module's symbol, inputs its data

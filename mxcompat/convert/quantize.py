@@ -10,6 +10,8 @@ have no CPU kernels for quantized convolution: their quantized graphs raise or c
 interpreter at bind, so ``quantize`` refuses them up front with the reason.
 """
 
+from __future__ import annotations
+
 from .._core import facts as _compat
 from . import to_module
 from ._common import (
@@ -21,6 +23,23 @@ from ._common import (
     _names,
 )
 from .graph import _inference_symbol
+
+# Names for annotations only: type checkers take this block as run, Python never runs it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, List, Sequence, Tuple, Union
+
+    import numpy as np
+    from mxnet.context import Context
+    from mxnet.gluon import HybridBlock
+    from mxnet.io import DataDesc, DataIter
+    from mxnet.module import Module
+    from mxnet.ndarray import NDArray
+    from mxnet.symbol import Symbol
+
+    Array = Union[NDArray, np.ndarray]
+    Names = Union[List[str], Tuple[str, ...]]
+    Shape = Union[Tuple[str, Tuple[int, ...]], DataDesc]
 
 _CALIB_MODES = ("none", "naive", "entropy")
 _DTYPES = ("int8", "uint8", "auto")
@@ -69,17 +88,17 @@ def _calib_iter(mx, calib_data, data_names):
 
 
 def quantize(
-    model,
-    calib_data=None,
-    calib_mode="naive",
-    quantized_dtype="uint8",
-    num_calib_examples=None,
-    excluded_sym_names=None,
-    ctx=None,
-    data_names=None,
-    data_shapes=None,
-    **kwargs,
-):
+    model: Module | HybridBlock | tuple[Symbol, dict[str, NDArray], dict[str, NDArray]],
+    calib_data: DataIter | Array | list[Array] | tuple[Array, ...] | None = None,
+    calib_mode: str = "naive",
+    quantized_dtype: str = "uint8",
+    num_calib_examples: int | None = None,
+    excluded_sym_names: Names | None = None,
+    ctx: Context | None = None,
+    data_names: Names | None = None,
+    data_shapes: Sequence[Shape] | None = None,
+    **kwargs: Any,
+) -> Module:
     """Quantize ``model`` and return a ``Module`` of the quantized graph.
 
     ``model``: a ``Module`` with parameters, a ``HybridBlock`` (converted with

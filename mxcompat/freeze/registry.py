@@ -1,6 +1,8 @@
 """The pattern registry: what is frozen, as the user said it (names, globs, regexes), and a
 version that keys every cache derived from it."""
 
+from __future__ import annotations
+
 import contextlib
 import difflib
 import fnmatch
@@ -8,6 +10,14 @@ import re
 import threading
 
 from .._core.log import warn, warn_once_for
+
+# Names for annotations only: type checkers take this block as run, Python never runs it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterator, Pattern, Union
+
+    # A parameter name, a shell glob, or a compiled regex that must match the whole name.
+    PatternLike = Union[str, Pattern[str]]
 
 _PATTERN_TYPE = type(re.compile(""))
 
@@ -181,14 +191,14 @@ def _snapshot():
         return state.version, state.patterns
 
 
-def freeze(*patterns):
+def freeze(*patterns: PatternLike) -> tuple[PatternLike, ...]:
     """Freeze every parameter matching one of ``patterns`` (exact names, shell-style globs,
     compiled regexes that must match the whole name).  Returns ``frozen_patterns()``."""
     _add(_parse(patterns, "freeze"))
     return frozen_patterns()
 
 
-def unfreeze(*patterns):
+def unfreeze(*patterns: PatternLike) -> tuple[PatternLike, ...]:
     """Remove the given patterns from the registry (all of them if none are given).
 
     A pattern is removed as registered: ``unfreeze("fc1_weight")`` does not thaw a name that
@@ -216,7 +226,7 @@ def unfreeze(*patterns):
     return frozen_patterns()
 
 
-def is_frozen(name):
+def is_frozen(name: str) -> bool:
     """True if the live registry freezes the parameter called ``name``."""
     if not isinstance(name, str):
         raise TypeError(
@@ -227,14 +237,14 @@ def is_frozen(name):
     return any(p.match(name) for p in patterns)
 
 
-def frozen_patterns():
+def frozen_patterns() -> tuple[PatternLike, ...]:
     """The registered patterns, in registration order, as they were given."""
     _, patterns = _snapshot()
     return tuple(p.source for p in patterns)
 
 
 @contextlib.contextmanager
-def frozen(*patterns):
+def frozen(*patterns: PatternLike) -> Iterator[tuple[PatternLike, ...]]:
     """``with frozen("fc1_*"):`` freezes inside the block only.
 
     On exit the patterns this block added are removed again; patterns registered before the

@@ -1,10 +1,18 @@
 """``frozen_report``: frozen and trainable parameters, and BatchNorm statistics, of a Module
 or a Gluon Block, printed like sockeye's parameter log."""
 
+from __future__ import annotations
+
 import pprint
 
 from .._core import registry as _patching
 from . import registry
+
+# Names for annotations only: type checkers take this block as run, Python never runs it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mxnet.gluon import Block, ParameterDict, Trainer
+    from mxnet.module import BaseModule as Module
 
 # --- the report -------------------------------------------------------------------------------
 
@@ -17,6 +25,17 @@ class FrozenReport:
     like sockeye's parameter log.  A parameter whose shape is not inferred yet counts 0
     elements.
     """
+
+    frozen: tuple[str, ...]
+    trainable: tuple[str, ...]
+    frozen_params: int
+    trainable_params: int
+    frozen_elements: int
+    trainable_elements: int
+    total_elements: int
+    statistics: tuple[str, ...]
+    frozen_statistics: tuple[str, ...]
+    moving_statistics: tuple[str, ...]
 
     def __init__(self, entries, statistics=()):
         # entries: (name, shape, dtype name, frozen), in the owner's order; statistics: the
@@ -33,7 +52,7 @@ class FrozenReport:
         self.trainable_elements = sum(_size(e[1]) for e in self.entries if not e[3])
         self.total_elements = self.frozen_elements + self.trainable_elements
 
-    def __str__(self):
+    def __str__(self) -> str:
         total = self.total_elements
 
         def pct(n):
@@ -71,7 +90,7 @@ class FrozenReport:
             ),
         )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         stats = ""
         if self.statistics:
             stats = ", statistics=%d moving/%d fixed" % (
@@ -187,7 +206,7 @@ def _param_entries(params, blocks=()):
     return entries, stats
 
 
-def frozen_report(obj):
+def frozen_report(obj: Module | Block | Trainer | ParameterDict) -> FrozenReport:
     """Count the frozen and trainable parameters (and elements) of ``obj``: a bound or
     initialised Module (also Bucketing/SequentialModule), a Gluon Block, a Trainer, or a
     ParameterDict.  Frozen means: matched by the registry, a fixed parameter, or

@@ -1,6 +1,8 @@
 """``mxcompat.to_onnx``: a Module, HybridBlock or symbol triple to an ``onnx.ModelProto``,
 converted in memory by MXNet's own exporter (in the scope ``exporter`` sets up)."""
 
+from __future__ import annotations
+
 import json
 import sys
 
@@ -22,6 +24,22 @@ from .exporter import (
     _import_onnxruntime,
     _opsets,
 )
+
+# Names for annotations only: type checkers take this block as run, Python never runs it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import os
+    from typing import List, Sequence, Tuple, Union
+
+    from mxnet.gluon import HybridBlock
+    from mxnet.module import Module
+    from mxnet.ndarray import NDArray
+    from mxnet.symbol import Symbol
+    from onnx import ModelProto
+
+    # One input's shape, a list or tuple of ints; one per input in the model's order.
+    Shape = Union[List[int], Tuple[int, ...]]
+    Shapes = Sequence[Shape]
 
 
 def _shape_list(input_shapes, inputs, known):
@@ -219,7 +237,15 @@ def _graph_proto(graph_class, symbol, params, shapes, opset):
     return converter.create_onnx_graph_proto(symbol, params, shapes, float_type)
 
 
-def to_onnx(model, input_shapes=None, path=None, opset=None, verify=True, rtol=1e-4, atol=1e-5):
+def to_onnx(
+    model: Module | HybridBlock | tuple[Symbol, dict[str, NDArray], dict[str, NDArray]],
+    input_shapes: Shapes | dict[str, Shape] | Shape | None = None,
+    path: str | os.PathLike[str] | None = None,
+    opset: int | None = None,
+    verify: bool = True,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+) -> ModelProto:
     """``model`` as an ``onnx.ModelProto``, converted by MXNet's own exporter.
 
     ``model``: a ``Module`` (bound, or with parameters only, as from ``Module.load``), a

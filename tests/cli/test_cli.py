@@ -106,6 +106,34 @@ def test_missing_script_is_exit_2_with_one_line(tmpdir):
     )
 
 
+def test_run_a_python_command_from_path(tmpdir):
+    # A console script (horovodrun, a launcher) named bare: run by this interpreter, with
+    # the bootstrap, as a script given by its path would be; a shell script is not Python.
+    bin_dir = tmpdir.mkdir("bin")
+    tool = write(
+        bin_dir.join("tool"),
+        """\
+        #!/usr/bin/env python
+        import sys
+        print("mxcompat" in sys.modules, sys.argv[1:], sys.executable == %r)
+        """
+        % sys.executable,
+    )
+    shell = write(bin_dir.join("shelltool"), "#!/bin/sh\necho hi\n")
+    for path in (tool, shell):
+        os.chmod(path, 0o755)
+    env = {"PATH": str(bin_dir) + os.pathsep + os.environ.get("PATH", "")}
+    proc = mxcompat_cmd("run", "tool", "a", "--freeze", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "True ['a', '--freeze'] True\n"
+    proc = mxcompat_cmd("run", "shelltool", env=env)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "mxcompat run: 'shelltool' (%s) is not a Python script; run starts Python programs\n"
+        % shell
+    )
+
+
 def test_unknown_no_patch_name_is_exit_2(tmpdir):
     proc = mxcompat_cmd("run", "--no-patch", "nosuch", write(tmpdir.join("a.py"), ""))
     assert proc.returncode == 2

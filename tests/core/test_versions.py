@@ -30,7 +30,7 @@ TEST_ONLY = {
 }
 # tox envs that are a combination plus one factor testing mxcompat itself (the wrapt floor).
 VARIANT_FACTORS = {"wrapt114": {"wrapt==1.14.1"}}
-NOT_COMBINATIONS = {"bench"}
+NOT_COMBINATIONS = {"bench", "packaging", "typing"}
 
 needs_checkout = pytest.mark.skipif(
     not os.path.exists(TOX_INI), reason="needs the source checkout (tox.ini)"

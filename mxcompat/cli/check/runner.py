@@ -1,6 +1,8 @@
 """The runner of ``mxcompat check``: each registered scenario in a temporary folder, its
 outcome (ok, failed, skipped) and the report."""
 
+from __future__ import annotations
+
 import json
 import os
 import platform
@@ -131,7 +133,7 @@ def _print_line(r, out):
     out.write(text + "\n")
 
 
-def main(as_json=False):
+def main(as_json: bool = False) -> int:
     out = sys.stdout
     results, versions = run_checks()
     failed = [r for r in results if r["status"] == FAIL]

@@ -10,6 +10,8 @@ ran passed, 1 when one failed (or could not be built, or with ``--strict`` lacke
 interpreter), 2 for a usage error.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
@@ -34,6 +36,11 @@ from .envs import (  # noqa: F401
 )
 from .report import _exit_code, table, write_junit
 from .select import select
+
+# Names for annotations only: type checkers take this block as run, Python never runs it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
 
 USAGE = "mxcompat matrix [options] -- COMMAND [ARGS...]\n       mxcompat matrix --list [options]"
 EPILOG = """The combinations (mxcompat matrix --list shows which this machine can run):
@@ -207,7 +214,7 @@ def _print_list(envs, out):
             out.write("%-*s    %s\n" % (width, "", line))
 
 
-def main(argv, out=None):
+def main(argv: list[str], out: TextIO | None = None) -> int:
     out = out or sys.stdout
     argv = list(argv)
     command = []

@@ -1,7 +1,5 @@
 """Which combinations a ``mxcompat matrix`` run takes (``--mxnet``, ``--python``, ...)."""
 
-from packaging.version import InvalidVersion, Version
-
 from ..._core import versions as _versions
 from ._common import UsageError
 
@@ -10,13 +8,7 @@ def _csv(text):
     return [v.strip() for v in (text or "").split(",") if v.strip()]
 
 
-def _release_matches(wanted, version):
-    # "1.5.1" and "1.5.1.post0" name the same release; "1.5" every 1.5.x.
-    try:
-        prefix = Version(wanted).release
-    except InvalidVersion:
-        return False
-    return Version(version).release[: len(prefix)] == prefix
+_release_matches = _versions.release_matches
 
 
 def select(args):

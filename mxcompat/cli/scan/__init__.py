@@ -8,6 +8,8 @@ error.  Needs libcst, a concrete syntax tree that keeps every byte of formatting
 ``pip install 'mxcompat[scan]'``.
 """
 
+from __future__ import annotations
+
 import argparse
 import collections
 import difflib
@@ -76,7 +78,7 @@ def _import_rules(parser):
     return engine, rules
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     engine, rules = _import_rules(parser)

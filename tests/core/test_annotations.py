@@ -1,0 +1,50 @@
+"""The public API is annotated (what a user's type checker reads through py.typed; the tox env
+typing checks what it infers), and the annotations cost ``import mxcompat`` nothing."""
+
+import inspect
+
+import pytest
+from conftest import run_python
+
+import mxcompat
+from mxcompat import cli
+from mxcompat.cli import install, matrix, scan
+from mxcompat.cli.check import runner
+
+FUNCTIONS = [n for n in mxcompat.__all__ if inspect.isfunction(getattr(mxcompat, n))]
+ENTRY_POINTS = [cli.main, matrix.main, scan.main, runner.main, install.main]
+
+
+def test_the_public_names_are_the_functions_a_class_and_two_strings():
+    assert sorted(set(mxcompat.__all__) - set(FUNCTIONS)) == [
+        "MXCompatWarning",
+        "SUPPORTED",
+        "__version__",
+    ]
+    assert isinstance(mxcompat.SUPPORTED, str) and isinstance(mxcompat.__version__, str)
+
+
+@pytest.mark.parametrize(
+    "function",
+    [getattr(mxcompat, n) for n in FUNCTIONS] + ENTRY_POINTS,
+    ids=lambda f: f.__module__ + "." + f.__name__,
+)
+def test_every_parameter_and_the_return_are_annotated(function):
+    signature = inspect.signature(function)  # through contextmanager's __wrapped__ (frozen)
+    bare = [p.name for p in signature.parameters.values() if p.annotation is p.empty]
+    assert bare == []
+    assert signature.return_annotation is not signature.empty
+    # Strings (from __future__ import annotations): never evaluated, so Python 3.7 runs them.
+    assert all(isinstance(a, str) for a in function.__annotations__.values())
+
+
+def test_import_mxcompat_loads_no_typing_module():
+    # Only the pre-import finder loads at `import mxcompat`: no typing, no __future__.
+    out = run_python(
+        "import sys; before = set(sys.modules); import mxcompat; "
+        "print(sorted(set(sys.modules) - before))"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(
+        ["mxcompat", "mxcompat._core", "mxcompat._core.hooks", "mxcompat._core.settings"]
+    )
