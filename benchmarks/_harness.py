@@ -115,7 +115,7 @@ class Table:
         )
 
     def markdown(self):
-        """The rows as a Markdown table (for the README)."""
+        """The rows as a Markdown table (for docs/performance.md and RESULTS.md)."""
         lines = [
             "| pair | A | median A | B | median B | B/A | target |",
             "|---|---|---:|---|---:|---:|---|",

@@ -45,6 +45,15 @@ ONEDNN_FC = _compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS) and "MKLDNN"
 ONEDNN_FC_RUNS = ONEDNN_FC and _compat.onednn_enabled()
 
 
+def reference_directives(page):
+    """The generated tables a documentation page shows (its ``mxcompat-reference`` directives,
+    in order): the docs build renders each from the code, so the page can hold no copy."""
+    import re
+
+    with open(os.path.join(ROOT, "docs", page), encoding="utf-8") as f:
+        return re.findall(r"^```\{mxcompat-reference\} ([\w-]+)\s*$", f.read(), re.M)
+
+
 def applicable_patches():
     """The patch names ``patch()`` applies here, in stacking order.  Derived from the facts,
     not from the patches' own ``applies_to``, so the tests that compare it with

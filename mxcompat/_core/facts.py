@@ -12,8 +12,8 @@ import os
 import re
 import sys
 
-# Supported range, declared once: the version gate and its messages use it, the README
-# states it (tests/core/test_versions.py compares).
+# Supported range, declared once: the version gate and its messages use it, the README and
+# the docs state it (tests/core/test_versions.py and docs/test_built.py compare).
 MIN_VERSION = (1, 3)
 MAX_VERSION = (2, 0)  # exclusive
 SUPPORTED = ">=%d.%d, <%d" % (MIN_VERSION + MAX_VERSION[:1])

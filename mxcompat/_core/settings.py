@@ -19,13 +19,69 @@ MATRIX_ENV = "MXCOMPAT_MATRIX_ENV"
 # is warned about at import, as always); the others are read when mxnet is imported.
 READ_AT_IMPORT = (FREEZE, NUMPY_LEGACY, DISABLE_PATCHES)
 
-HELP = """environment variables (read by every process that imports mxcompat):
-  MXCOMPAT_DISABLE=1               apply no patch at all
-  MXCOMPAT_DISABLE_PATCHES=a,b     apply every patch but these
-  MXCOMPAT_FREEZE=p1,p2            freeze these parameter names / globs at import
-  MXCOMPAT_NUMPY_LEGACY=1          serve NumPy names today's NumPy removed to legacy code
-                                   (np.asscalar, np.float...), one warning per name
-"""
+
+# Every variable, for `mxcompat --help` (those marked ``help``) and the documentation's
+# environment-variable page (generated from this tuple).  ``kind``: "flag" (yes/no, read by
+# ``flag``), "list" (comma-separated, read by ``items``) or "path"/"name" (taken as it is).
+class Variable:
+    # A plain class: this module imports only os (see its docstring).
+    __slots__ = ("name", "kind", "example", "effect", "help")
+
+    def __init__(self, name, kind, example, effect, help):
+        self.name = name
+        self.kind = kind
+        self.example = example
+        self.effect = effect
+        self.help = help
+
+
+VARIABLES = (
+    Variable(DISABLE, "flag", "1", "apply no patch at all", True),
+    Variable(DISABLE_PATCHES, "list", "a,b", "apply every patch but these", True),
+    Variable(FREEZE, "list", "p1,p2", "freeze these parameter names / globs at import", True),
+    Variable(
+        NUMPY_LEGACY,
+        "flag",
+        "1",
+        "serve NumPy names today's NumPy removed to legacy code\n"
+        "(np.asscalar, np.float...), one warning per name",
+        True,
+    ),
+    Variable(
+        CHECK_TRACEBACK,
+        "flag",
+        "1",
+        "print a traceback under each failed mxcompat check line",
+        False,
+    ),
+    Variable(
+        MATRIX_CACHE,
+        "path",
+        "DIR",
+        "where mxcompat matrix keeps its environments (default ~/.cache/mxcompat/matrix)",
+        False,
+    ),
+    Variable(
+        MATRIX_ENV,
+        "name",
+        "mx191",
+        "set by mxcompat matrix: the name of the environment the command runs in",
+        False,
+    ),
+)
+
+
+def _help():
+    lines = ["environment variables (read by every process that imports mxcompat):"]
+    for v in VARIABLES:
+        if v.help:
+            first, *rest = v.effect.split("\n")
+            lines.append("  %-32s %s" % ("%s=%s" % (v.name, v.example), first))
+            lines.extend(" " * 35 + more for more in rest)
+    return "\n".join(lines) + "\n"
+
+
+HELP = _help()
 
 _FALSY = ("", "0", "false", "no", "off")
 _TRUTHY = ("1", "true", "yes", "on")

@@ -1,7 +1,7 @@
 """Every legacy trap mxcompat knows, fixed or only documented: the one list.
 
-The README's "Troubleshooting" table is this list rendered (``python -m mxcompat._core.traps``
-prints it; a test keeps the two equal), ``mxcompat patches`` counts each patch's traps (and
+The documentation's Troubleshooting page is this list, rendered at build time (``markdown()``;
+``python -m mxcompat._core.traps`` prints it), ``mxcompat patches`` counts each patch's traps (and
 ``--json`` lists them), and each trap names the ``mxcompat check`` line that shows it fixed on
 this machine (``None`` where no one-second check can).  A test holds the three together: every
 patch has a trap, every check and patch a trap names exists, and a trap with a patch says so
@@ -400,8 +400,7 @@ TRAPS = (
         ),
         ours=(
             "not changed by mxcompat (neither is a bug): see [Differences between "
-            "releases](#differences-between-releases-mxcompat-leaves-as-they-are); the "
-            "tests pin each release"
+            "releases](differences.md); the tests pin each release"
         ),
     ),
 )
@@ -413,25 +412,12 @@ def for_patch(name):
 
 
 def markdown():
-    """The README's Troubleshooting table."""
+    """The Troubleshooting table (docs/troubleshooting.md renders it at build time)."""
     return HEADER + "".join("| %s | %s | %s |\n" % (t.symptom, t.cause, t.ours) for t in TRAPS)
 
 
-def update_readme(path):
-    """Replace the table in the README at ``path`` with ``markdown()``."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    start = text.index(HEADER)
-    end = text.index("\n\n", start) + 1
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text[:start] + markdown() + text[end:])
-
-
 if __name__ == "__main__":
-    # python -m mxcompat._core.traps [README.md]: print the table, or rewrite it in that README.
+    # python -m mxcompat._core.traps: print the table.
     import sys
 
-    if len(sys.argv) > 1:
-        update_readme(sys.argv[1])
-    else:
-        sys.stdout.write(markdown())
+    sys.stdout.write(markdown())

@@ -1,8 +1,9 @@
 """The supported combinations of MXNet, Python and NumPy, and how each is installed.
 
-The one table: ``mxcompat matrix`` builds its environments from it, and the test suite checks
-that ``tox.ini`` (our own matrix) and the README's "Supported versions" table say the same
-(tests/core/test_versions.py), so the three never drift.  Each row was found by installing
+The one table: ``mxcompat matrix`` builds its environments from it, the documentation's
+"Supported versions" page renders it at build time (``markdown``), and the test suite checks
+that ``tox.ini`` (our own matrix) says the same (tests/core/test_versions.py), so they never
+drift.  Each row was found by installing
 the release on that stack and running it: a release's own pins (1.3.1 and 1.4.1 declare
 ``numpy<1.15``, so Python 3.7 is the newest with wheels) give its first row; the rows beyond
 them install MXNet with ``--no-deps`` beside a newer NumPy, and load through mxcompat.
@@ -131,3 +132,24 @@ def overrides(mxnet, latest=False):
     lines = ['%s; python_version == "%s"' % (rows[p], p) for p in sorted(rows, key=Version)]
     others = " and ".join('python_version != "%s"' % p for p in sorted(rows, key=Version))
     return lines + ["%s; %s" % (own, others)]
+
+
+def install_line(combination):
+    """The command lines that install ``combination`` and mxcompat into a fresh environment."""
+    lines = combination.install_lines()
+    lines[-1] += " mxcompat"
+    return " then ".join("`%s`" % line for line in lines)
+
+
+def markdown(combinations=COMBINATIONS):
+    """The "Supported versions" table (the docs render it at build time)."""
+    rows = [
+        "| MXNet | Python | NumPy | install (in a fresh venv) | tox env |",
+        "|---|---|---|---|---|",
+    ]
+    for c in combinations:
+        numpy = c.numpy_version or "the newest (`%s`, unpinned)" % c.numpy
+        rows.append(
+            "| %s | %s | %s | %s | `%s` |" % (c.mxnet, c.python, numpy, install_line(c), c.name)
+        )
+    return "\n".join(rows) + "\n"

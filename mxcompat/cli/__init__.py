@@ -335,7 +335,7 @@ def _patch_table():
                 # (MXNet release, Python and NumPy version).
                 "applies": bool(supported and patch.applies_to(version)),
                 "active": name in active,
-                # The legacy traps it handles, from the one list (README Troubleshooting).
+                # The legacy traps it handles, from the one list (docs/troubleshooting.md).
                 "traps": [t.symptom for t in _traps.for_patch(name)],
             }
         )

@@ -69,7 +69,7 @@ def to_module(
     (``for_training`` defaults to whether a ``loss`` was given; label shapes are inferred
     when not given).  Parameters with ``grad_req='null'`` become ``fixed_param_names``.
     ``context``: default the contexts of the block's parameters.  Un-initialised parameters
-    raise ``ValueError`` naming them.  ``copy``: see the README (copy or share).
+    raise ``ValueError`` naming them.  ``copy``: see docs/guide/convert.md (copy or share).
     """
     where = "to_module"
     mx = _mx()

@@ -102,7 +102,7 @@ def to_gluon(
     ``ValueError`` listing it, before anything is loaded.
 
     Works on a bound module and on one that only has parameters (``Module.load``).
-    ``copy``: see the README (copy or share).  ``ctx``: the contexts of the result
+    ``copy``: see docs/guide/convert.md (copy or share).  ``ctx``: the contexts of the result
     (default: the module's; with ``copy=False`` the arrays stay where they are).
     """
     where = "to_gluon"

@@ -1,5 +1,5 @@
 """The frozen-parameter registry (``mxcompat.freeze``) and the patch that makes every MXNet
-update path honour it, bit for bit (user manual: README, "Keep parameters fixed").
+update path honour it, bit for bit (user manual: docs/guide/freeze.md).
 
 How each path is held, and why there:
 

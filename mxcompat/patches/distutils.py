@@ -162,6 +162,7 @@ class DistutilsFallbackFinder(importlib.abc.MetaPathFinder):
 
 
 def needed():
+    """Whether this is Python 3.12 or newer, whose standard library has no distutils."""
     return sys.version_info >= (3, 12)
 
 

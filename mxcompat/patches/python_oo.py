@@ -19,6 +19,7 @@ _DOC_MODULES = {"mxnet.ndarray_doc": "NDArrayDoc", "mxnet.symbol_doc": "SymbolDo
 
 
 def stripped():
+    """Whether Python runs under -OO (PYTHONOPTIMIZE=2), which strips docstrings."""
     return sys.flags.optimize >= 2
 
 

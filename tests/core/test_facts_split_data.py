@@ -1,7 +1,7 @@
 """gluon.utils.split_data(..., even_split=False) differs between releases; mxcompat leaves it.
 
-Pinned per release from the facts (``_compat.SPLIT_DATA_*``, README "Differences between
-releases"): where the remainder goes (the last slice up to 1.6, one row each to the first
+Pinned per release from the facts (``_compat.SPLIT_DATA_*``, docs/differences.md, "Differences
+between releases"): where the remainder goes (the last slice up to 1.6, one row each to the first
 slices from 1.7) and what fewer rows than slices give.  Every patch is applied here: the
 outcome is MXNet's own, so these tests fail the day mxcompat (or MXNet) changes it.
 """

@@ -1,5 +1,5 @@
-"""The one list of legacy traps (mxcompat/_core/traps.py) agrees with the README, the patches and
-the ``mxcompat check`` lines."""
+"""The one list of legacy traps (mxcompat/_core/traps.py) agrees with the docs' Troubleshooting
+page, the patches and the ``mxcompat check`` lines."""
 
 import os
 
@@ -9,16 +9,21 @@ import mxcompat
 from mxcompat._core import traps as _traps
 from mxcompat.cli import check
 
-README = os.path.join(ROOT, "README.md")
 
+def test_the_troubleshooting_page_renders_the_list_and_holds_no_copy():
+    # docs/troubleshooting.md renders _traps.markdown() at build time (docs/test_built.py
+    # checks every row in the built page); no page or README may keep a hand-made copy.
+    from conftest import reference_directives
 
-def test_readme_troubleshooting_table_is_the_list():
-    with open(README, encoding="utf-8") as f:
-        text = f.read()
-    start = text.index(_traps.HEADER)
-    end = text.index("\n\n", start) + 1
-    # Regenerate with: python -m mxcompat._core.traps README.md
-    assert text[start:end] == _traps.markdown()
+    assert reference_directives("troubleshooting.md") == ["traps"]
+    for path in [os.path.join(ROOT, "README.md")] + [
+        os.path.join(folder, name)
+        for folder, _, names in os.walk(os.path.join(ROOT, "docs"))
+        for name in names
+        if name.endswith(".md")
+    ]:
+        with open(path, encoding="utf-8") as f:
+            assert _traps.HEADER not in f.read(), path
 
 
 def test_every_patch_handles_a_trap_and_every_trap_names_a_real_patch():

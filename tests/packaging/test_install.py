@@ -132,13 +132,18 @@ def test_pip_one_command_on_python313_from_the_built_wheel(tmp_path, dist):
     assert 'numpy==2.4.6; python_version == "3.13"' in shipped.stdout
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
-    # The README's first command and its Install section say what this test ran.
+    with open(os.path.join(ROOT, "docs", "guide", "numpy2.md")) as f:
+        install_section = f.read()
+    # The README's first command (and the docs' getting started) and the NumPy 2 guide's
+    # install section say what this test ran.
     assert ".venv/bin/pip install . && .venv/bin/mxcompat install mxnet==1.9.1 && " in readme
-    assert "pip install . && mxcompat install mxnet==1.9.1\n" in readme
+    with open(os.path.join(ROOT, "docs", "getting-started.md")) as f:
+        assert ".venv/bin/pip install . && .venv/bin/mxcompat install mxnet==1.9.1 && " in f.read()
+    assert "pip install . && mxcompat install mxnet==1.9.1\n" in install_section
 
 
-def test_uv_one_command_on_python313_as_the_readme_says(tmp_path, dist):
-    """The uv route, the command of the README's Install section, from the checkout:
+def test_uv_one_command_on_python313_as_the_docs_say(tmp_path, dist):
+    """The uv route, the command of the NumPy 2 guide's install section, from the checkout:
     `uv pip install . mxnet==1.9.1 --overrides mxcompat/cli/install/mxnet-1.9.1-overrides.txt`
     (here with the built wheel in place of `.`)."""
     env = _env(tmp_path)
@@ -154,9 +159,9 @@ def test_uv_one_command_on_python313_as_the_readme_says(tmp_path, dist):
         cwd=ROOT,
     )
     _proves_mxnet_works(venv, env, "2")
-    with open(os.path.join(ROOT, "README.md")) as f:
-        readme = f.read()
-    assert "uv pip install . mxnet==1.9.1 --overrides %s" % overrides in readme
+    with open(os.path.join(ROOT, "docs", "guide", "numpy2.md")) as f:
+        install_section = f.read()
+    assert "uv pip install . mxnet==1.9.1 --overrides %s" % overrides in install_section
 
 
 def test_the_sdist_builds_and_installs_on_python37(tmp_path, dist):

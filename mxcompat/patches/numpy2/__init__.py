@@ -1,5 +1,5 @@
-"""MXNet's Python layer on NumPy 2's new behaviour (user manual: README, "MXNet 1.x on
-Python 3.12/3.13 and NumPy 1.24 … 2.x"); applied only on NumPy 2.  One patch, ``numpy2``, with
+"""MXNet's Python layer on NumPy 2's new behaviour (user manual: docs/guide/numpy2.md);
+applied only on NumPy 2.  One patch, ``numpy2``, with
 one module per NumPy change (each says where its fix sits, and why):
 
 * ``nep51``: NEP 51 scalar reprs (``np.int64(2)``) in the operator parameters MXNet writes
@@ -32,6 +32,7 @@ __all__ = ["PATCH", "legacy_str"]
 
 
 def _numpy2():
+    """Whether the installed NumPy is 2.0 or newer."""
     return _compat.numpy_since(_compat.NUMPY_2)
 
 

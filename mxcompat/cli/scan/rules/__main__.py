@@ -1,4 +1,4 @@
-"""``python -m mxcompat.cli.scan.rules``: the rules table of docs/scan.md."""
+"""``python -m mxcompat.cli.scan.rules``: the rules table docs/scan.md shows."""
 
 import sys
 

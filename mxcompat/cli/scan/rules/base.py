@@ -94,7 +94,7 @@ def number_value(node):
 
 
 def markdown():
-    """The rules page of the docs (docs/scan.md's table; a test keeps the two equal)."""
+    """The rules table of the docs' scan page (docs/scan.md renders it at build time)."""
     rows = ["| code | name | finds | trap | --fix |", "|---|---|---|---|---|"]
     for r in RULES:
         trap = find_trap(r.trap).symptom if r.trap else "(not in the trap list)"
