@@ -17,9 +17,7 @@ import sys
 import threading
 import warnings
 
-import wrapt
-
-from ._core import settings
+from ._core import hooks, settings
 from ._core.log import warn_once
 from .patches import numpy_names as numpy_compat
 
@@ -111,7 +109,7 @@ def numpy_legacy(enable: bool = True) -> None:
         np = sys.modules.get("numpy")
         if enable and np is None and not _hooked:
             _hooked = True
-            wrapt.register_post_import_hook(_on_numpy_import, "numpy")
+            hooks.when_imported("numpy", _on_numpy_import)
         elif np is not None:
             (_install if enable else _remove)(np)
 

@@ -63,7 +63,7 @@ def applicable_patches():
     numpy_major = int(sys.modules["numpy"].__version__.split(".")[0])
     conditional = {
         "onednn_fc_bias": ONEDNN_FC,
-        "distutils": sys.version_info >= (3, 12) and _compat.since(_compat.NUMPY_SUBPACKAGE),
+        "distutils": sys.version_info >= (3, 12),
         "numpy2": numpy_major >= 2,
         "python_oo": sys.flags.optimize >= 2,
         # Every 1.x release traps (_compat.INT_DIVISION_SIGFPE names no release that raises).
@@ -92,13 +92,6 @@ def plain_import_works():
 
 # The versions this env really got (the *latest envs take the newest NumPy there is) are in
 # the report header of mxcompat's pytest plugin (mxcompat/pytest_plugin.py).
-
-
-def pytest_collection_modifyitems(items):
-    # The old name of @pytest.mark.mxnet, for test files written before it (same arguments).
-    for item in items:
-        for marker in list(item.iter_markers("requires_mxnet")):
-            item.add_marker(pytest.mark.mxnet(*marker.args, **marker.kwargs))
 
 
 def pytest_configure(config):

@@ -22,6 +22,12 @@ SUPPORTED = ">=%d.%d, <%d" % (MIN_VERSION + MAX_VERSION[:1])
 
 # mxnet/numpy (imported by mxnet/__init__) uses np.bool and distutils from 1.6.
 NUMPY_SUBPACKAGE = (1, 6)
+# MXNet imports distutils.version while `import mxnet` runs from 1.6 (numpy_dispatch_protocol;
+# numpy_op_fallback from 1.7); 1.3-1.5 name distutils only in util.makedirs' Python 2 branch.
+# On Python 3.12+ patches/distutils.py serves distutils.version from `import mxnet` on for
+# every release all the same: users' own `from distutils.version import LooseVersion` works
+# beside any release, not only beside the ones that need it themselves.
+MXNET_IMPORTS_DISTUTILS = (1, 6)
 # gluon.utils.clip_global_norm computes its scale with NDArrays from 1.4; 1.3.1 computes it
 # from a NumPy float32 scalar (`max_norm / (total_norm + 1e-8)`), which NEP 50 (NumPy 2) keeps
 # in float32 where NumPy 1 promoted to float64.
@@ -146,7 +152,7 @@ ONNX_EXPORT_OPSETS = (
 
 # --- NumPy releases (MXNet will never release again: mxcompat is its NumPy support) --------
 
-# NEP 50 (scalar promotion) and NEP 51 (scalar reprs such as "np.int64(3)") (patches/numpy2.py).
+# NEP 50 (scalar promotion) and NEP 51 (scalar reprs such as "np.int64(3)") (patches/numpy2/).
 NUMPY_2 = (2, 0)
 # ndarray.tostring is gone, and np.dtype() refuses NDArray.dtype (a scalar class).
 NUMPY_NO_TOSTRING = (2, 3)

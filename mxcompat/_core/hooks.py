@@ -1,15 +1,24 @@
-"""Work that must be done before MXNet's own code runs: one ``sys.meta_path`` finder.
+"""Import hooks: the one place mxcompat acts on an import, before or after a module's code runs.
 
-Most fixes are patches applied after ``import mxnet`` (``registry``).  A few cannot wait:
-MXNet 1.6+ reads ``numpy.bool``, ``numpy.PZERO``… and imports ``distutils`` while
-``mxnet/__init__.py`` executes.  ``import mxcompat`` therefore puts this finder at the front of
-``sys.meta_path``, and does nothing else (NumPy and MXNet are not imported, nor mxcompat's
-patch modules and wrapt).  When an MXNet distribution is really being imported (its module is
-created from a real spec), its loader loads mxcompat's patches, runs the pre-import actions of
-those the user wants (so ``MXCOMPAT_DISABLE`` / ``MXCOMPAT_DISABLE_PATCHES`` and
-``mxcompat.unpatch`` switch them off like any patch), lets MXNet's own loader run MXNet's code,
-and then applies the patches.  It never loads MXNet itself, and nothing happens where MXNet is
-not installed.
+One ``sys.meta_path`` finder serves two kinds of work.
+
+* Before MXNet's code (``register``): MXNet 1.6+ reads ``numpy.bool``, ``numpy.PZERO``… and
+  imports ``distutils`` while ``mxnet/__init__.py`` executes, so a few fixes cannot wait for a
+  post-import hook.  When an MXNet distribution is really being imported (its module is
+  created from a real spec), the finder's loader loads mxcompat's patches, runs the
+  pre-import actions of those the user wants (so ``MXCOMPAT_DISABLE`` /
+  ``MXCOMPAT_DISABLE_PATCHES`` and ``mxcompat.unpatch`` switch them off like any patch), lets
+  MXNet's own loader run MXNet's code, and then runs what waits for ``mxnet``.
+* After a module's code (``when_imported``): the registry applies the patches once
+  ``mxnet`` has run, ``python_oo`` fixes MXNet's doc modules as each finishes loading, the
+  NumPy opt-in waits for ``numpy``.  A callback runs at once if the module is already
+  imported, else right after its code has run, inside the import that loads it (as wrapt's
+  post-import hooks do, which this replaces: one finder, one order, one lock).
+
+``import mxcompat`` puts the finder at the front of ``sys.meta_path`` and does nothing else
+(NumPy and MXNet are not imported, nor mxcompat's patch modules and wrapt).  The finder never
+loads a module itself, answers only for the names it waits for, and nothing happens where
+MXNet is not installed.
 """
 
 import _thread
@@ -19,53 +28,108 @@ import sys
 from . import settings
 
 # Only what Python has loaded at start-up anyway (_thread, not threading): `import mxcompat`
-# costs nearly nothing until MXNet's import starts.  _compat, _patching and _log
-# come when they are needed.
+# costs nearly nothing until MXNet's import starts.  facts and log come when they are needed.
 
 
 _lock = _thread.RLock()
-_actions = {}  # patch name -> action(version), run before mxnet's code (in order)
+_actions = {}  # patch name -> (action(version), wanted(version)), run before mxnet's code
+_waiting = {}  # module name -> [callback(module)], run once that module has been imported
 _busy = _thread._local()  # re-entrancy guard: an action may import things itself
 _on_import = None  # mxcompat's loader of its patches (install), called at `import mxnet`
+_before_mxnet = False  # install() ran with mxcompat on: MXNet's import gets the pre-import work
 
 LATE_IMPORT_KEY = "mxnet-imported-before-mxcompat"
 
 
-def register(name, action):
-    """Run ``action(version)`` when ``import mxnet`` starts, if patch ``name`` is wanted.
+def register(name, action, wanted=None):
+    """Run ``action(version)`` when ``import mxnet`` starts, if ``wanted(version)`` (the
+    registry passes whether patch ``name`` is wanted and applies; ``None``: always).
 
     ``version`` is the release about to be imported, read from its ``libinfo.py``
     (``None`` if unknown).
     """
     with _lock:
-        _actions[name] = action
+        _actions[name] = (action, wanted)
+
+
+def when_imported(name, callback):
+    """Call ``callback(module)`` once module ``name`` is imported: now if it already is, else
+    right after its code has run (once), inside the import statement that loads it.
+
+    A callback that raises is logged and warned about once; the import goes on."""
+    with _lock:
+        module = sys.modules.get(name)
+        if module is None or _initializing(module):
+            _waiting.setdefault(name, []).append(callback)
+            _insert_finder()
+            return
+    _call(callback, module)
+
+
+def _initializing(module):
+    spec = getattr(module, "__spec__", None)
+    return spec is not None and bool(getattr(spec, "_initializing", False))
+
+
+def _imported(module):
+    name = getattr(module, "__name__", None)
+    with _lock:
+        callbacks = _waiting.pop(name, ())
+    for callback in callbacks:
+        _call(callback, module)
+
+
+def _call(callback, module):
+    try:
+        callback(module)
+    except Exception as exc:  # pylint: disable=broad-except
+        # Runs inside the user's import: nothing of ours may make it fail.
+        _logger().debug("mxcompat's hook on %s failed", module.__name__, exc_info=True)
+        _warn_once(
+            ("post-import-failed", module.__name__, getattr(callback, "__qualname__", "")),
+            "mxcompat could not finish its work after importing %s (%s: %s); %s is imported "
+            "as it is" % (module.__name__, type(exc).__name__, exc, module.__name__),
+        )
 
 
 class MXNetImportFinder:
-    """Finds nothing of its own.  For ``mxnet`` it asks the finders behind it for the real
-    spec and hands that back with a loader that runs the pre-import actions when the module
-    is really created (``create_module``), then steps aside.  A lookup that only probes
-    (``importlib.util.find_spec("mxnet")``, a failed ``import mxnet`` where MXNet is not
-    installed) changes nothing."""
+    """Finds nothing of its own.  For ``mxnet`` (the pre-import work) and for a module a
+    callback waits for, it asks the finders behind it for the real spec and hands that back
+    with a loader that does mxcompat's work around the module's own loader, then steps
+    aside.  A lookup that only probes (``importlib.util.find_spec("mxnet")``, a failed
+    ``import mxnet`` where MXNet is not installed) changes nothing."""
 
     _mxcompat_preimport = True  # recognised across reloads of this module
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "mxnet" or getattr(_busy, "on", False):
+        # Asked for every import of the process: names nobody waits for return at once.
+        before = fullname == "mxnet" and _before_mxnet
+        if not before and fullname not in _waiting:
+            return None
+        if getattr(_busy, "on", False):
             return None
         _busy.on = True
         try:
             spec = _real_spec(self, fullname, path, target)
-            if _is_mxnet(spec):
-                spec.loader = _PreImportLoader(spec.loader)
+            if before and _is_mxnet(spec):
+                spec.loader = _HookedLoader(spec.loader, before=True)
+            elif spec is not None and hasattr(spec.loader, "exec_module"):
+                spec.loader = _HookedLoader(spec.loader, before=False)
             return spec
         except Exception:  # pylint: disable=broad-except
             # A finder must never break the import it watches: the import system asks the
             # other finders itself.
-            _logger().debug("mxcompat could not look up mxnet's spec", exc_info=True)
+            _logger().debug("mxcompat could not look up %s's spec", fullname, exc_info=True)
             return None
         finally:
             _busy.on = False
+
+
+def _insert_finder():
+    # Under the lock.  Also where MXCOMPAT_DISABLE kept install() from adding it: an explicit
+    # mxcompat.patch() still waits for mxnet (without the pre-import work).
+    if not any(getattr(f, "_mxcompat_preimport", False) for f in sys.meta_path):
+        sys.meta_path.insert(0, MXNetImportFinder())
 
 
 def _is_mxnet(spec):
@@ -103,20 +167,22 @@ def _real_spec(me, fullname, path, target):
     return None
 
 
-class _PreImportLoader:
-    """MXNet's own loader, with mxcompat's patches registered and the pre-import actions run
-    first when the module is made, and the patches applied once MXNet's ``__init__`` has run.
+class _HookedLoader:
+    """A module's own loader, with mxcompat's work around it: for MXNet (``before``),
+    mxcompat's patches registered and the pre-import actions run first when the module is
+    made; for every hooked module, the callbacks waiting for it run once its code has run.
 
-    The spec keeps this loader until ``exec_module`` (so the import comes back here after
-    MXNet's code), which gives MXNet's loader back to ``mxnet.__loader__`` and
-    ``mxnet.__spec__.loader`` before MXNet's code runs; everything else is delegated."""
+    The spec keeps this loader until ``exec_module`` (so the import comes back here after the
+    module's code), which gives the module's loader back to ``__loader__`` and
+    ``__spec__.loader`` before its code runs; everything else is delegated."""
 
-    def __init__(self, loader):
+    def __init__(self, loader, before):
         self._loader = loader
+        self._before = before
         self._done = False
 
     def _prepare(self, spec):
-        if not self._done:
+        if self._before and not self._done:
             self._done = True
             # Not in find_spec: the import system calls finders holding its global lock, and
             # another thread loading mxcompat's modules needs that lock to finish.
@@ -138,11 +204,7 @@ class _PreImportLoader:
             module.__loader__ = self._loader
         self._prepare(spec)
         self._loader.exec_module(module)
-        # wrapt's post-import hook does the same if its finder saw this import; it does not
-        # when mxcompat's patches were registered only now (a second _sync changes nothing).
-        patching = sys.modules.get(__package__ + ".registry")
-        if patching is not None:
-            patching._on_mxnet_import(module)
+        _imported(module)
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
@@ -182,14 +244,14 @@ def install(on_import=None):
 
     ``on_import()`` runs when an MXNet package is found for ``import mxnet``, before anything
     else (mxcompat registers its patches then); it returns whether it did anything."""
-    global _on_import
+    global _on_import, _before_mxnet
     if on_import is not None:
         _on_import = on_import
     if settings.flag(settings.DISABLE):
         return
     with _lock:
-        if not any(getattr(f, "_mxcompat_preimport", False) for f in sys.meta_path):
-            sys.meta_path.insert(0, MXNetImportFinder())
+        _before_mxnet = True
+        _insert_finder()
     if failed_import_leftovers():
         warn_failed_import()
 
@@ -211,23 +273,10 @@ def warn_failed_import():
     )
 
 
-def wanted(name, version):
-    """Whether the pre-import action of patch ``name`` should run for ``version``."""
-    from . import facts as _compat
-    from . import registry as _patching
-
-    if not _patching.is_wanted(name):
-        return False
-    patch = _patching.get(name)
-    if version is None:
-        return True  # an MXNet 1.x fork without libinfo: act as for 1.x
-    return _compat.is_supported(version) and (patch is None or patch.applies_to(version))
-
-
 def run_actions(spec=None):
     version = peek_version(spec)
     with _lock:
-        todo = [(n, a) for n, a in _actions.items() if wanted(n, version)]
+        todo = [(n, a) for n, (a, wanted) in _actions.items() if wanted is None or wanted(version)]
         if todo and failed_import_leftovers():
             warn_failed_import()
         for name, action in todo:

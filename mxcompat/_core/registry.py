@@ -1,12 +1,13 @@
 """The patch lifecycle: a registry of named patches, applied to mxnet when it is imported.
 
-Modelled on wrapt's post-import hooks, ddtrace's patch()/unpatch() and OpenTelemetry's
-instrumentors.  Each patch is a list of targets (a module, a dotted attribute, a wrapt
-wrapper).  What the user wants active (``_wanted``) is kept apart from what is applied
-(``_active``, in registry order); ``_sync`` makes the second match the first.  Because two
-patches may wrap the same function (``Module.bind``), patches are always stacked in registry
-order, and removing one unwinds the ones stacked above it and re-applies them: every
-``unpatch`` leaves the exact original objects behind (``Module.bind is original_bind``).
+Modelled on ddtrace's patch()/unpatch() and OpenTelemetry's instrumentors; the patches land
+from ``hooks.when_imported("mxnet", ...)``.  Each patch is a list of targets (a module, a
+dotted attribute, a wrapt wrapper).  What the user wants active (``_wanted``) is kept apart
+from what is applied (``_active``, in registry order); ``_sync`` makes the second match the
+first.  Because two patches may wrap the same function (``Module.bind``), patches are always
+stacked in registry order, and removing one unwinds the ones stacked above it and re-applies
+them: every ``unpatch`` leaves the exact original objects behind (``Module.bind is
+original_bind``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import wrapt
 
 from ..patches import ORDER
 from . import facts as _compat
-from . import settings
+from . import hooks, settings
 from .log import forget as _forget_warning
 from .log import logger, warn_once
+from .stacking import foreign_wrapper, raw_attribute, restore, wrapped_by
 
 # RLock: a patch's on_apply may call back into the registry.
 _lock = threading.RLock()
@@ -62,9 +64,21 @@ class Patch:
     ``when``: a condition of this process beyond the release (Python 3.12+, ``-OO``, NumPy 2,
     an MKLDNN build), asked each time; where it is false, ``patched()`` does not list the patch.
     ``on_apply``/``on_remove``: extra work beyond the targets (e.g. installing a hook).
+    ``before_import``: ``action(version)`` run when ``import mxnet`` starts, before MXNet's
+    code, if the patch is wanted and applies to that release (``hooks.register``).
     """
 
-    def __init__(self, name, doc, targets=(), since=None, on_apply=None, on_remove=None, when=None):
+    def __init__(
+        self,
+        name,
+        doc,
+        targets=(),
+        since=None,
+        on_apply=None,
+        on_remove=None,
+        when=None,
+        before_import=None,
+    ):
         self.name = name
         self.doc = doc
         self.targets = list(targets)
@@ -72,6 +86,7 @@ class Patch:
         self.on_apply = on_apply
         self.on_remove = on_remove
         self.when = when
+        self.before_import = before_import
 
     def applies_to(self, version):
         return (self.since is None or _compat.since(self.since, version)) and (
@@ -120,7 +135,20 @@ def register(patch):
         _registry[patch.name] = patch
         for name in sorted(_registry, key=_RANK.__getitem__):
             _registry.move_to_end(name)
+    if patch.before_import is not None:
+        hooks.register(
+            patch.name, patch.before_import, lambda version: _wanted_before_import(patch, version)
+        )
     return patch
+
+
+def _wanted_before_import(patch, version):
+    """Whether ``patch``'s pre-import action should run for the release about to load."""
+    if not is_wanted(patch.name):
+        return False
+    if version is None:
+        return True  # an MXNet 1.x fork without libinfo: act as for 1.x
+    return _compat.is_supported(version) and patch.applies_to(version)
 
 
 def names() -> tuple[str, ...]:
@@ -224,8 +252,8 @@ def _ensure_hook():
     global _hook_registered
     if not _hook_registered:
         _hook_registered = True
-        # If mxnet is already imported, wrapt calls the hook at once.
-        wrapt.register_post_import_hook(_on_mxnet_import, "mxnet")
+        # If mxnet is already imported, the hook runs at once.
+        hooks.when_imported("mxnet", _on_mxnet_import)
 
 
 def _on_mxnet_import(module):
@@ -279,7 +307,7 @@ def _sync(mx=None):
     # Patches are unwound from the top; one that other code has wrapped over in a way that
     # cannot be unwrapped from beneath pins itself and everything below it.
     for index in range(len(active) - 1, keep - 1, -1):
-        blocker = _foreign_wrapper(active[index])
+        blocker = foreign_wrapper(_active[active[index]])
         if blocker is not None:
             for name in active[keep : index + 1]:
                 if name not in desired:
@@ -337,7 +365,7 @@ def _apply(name):
                     continue
                 raise AttributeError("mxcompat: %s.%s not found" % (target.module, target.path))
             original = vars(parent)[attr] if owned else None
-            if target.new is None and not owned and _wrapped_by(_raw_attribute(parent, attr), name):
+            if target.new is None and not owned and wrapped_by(raw_attribute(parent, attr), name):
                 # Inherited from a class this patch already wrapped (e.g. a metric's reset
                 # from EvalMetric on releases where the subclass has none): wrapping again
                 # would run the wrapper twice.
@@ -354,96 +382,16 @@ def _apply(name):
                 setattr(parent, attr, installed)
             records.append((parent, attr, owned, original, installed))
     except Exception:
-        _restore(records)
+        restore(records)
         raise
     if p.on_apply is not None:
         try:
             p.on_apply()
         except Exception:
-            _restore(records)
+            restore(records)
             raise
     _active[name] = records
     logger.debug("patched %s", name)
-
-
-def _raw_attribute(parent, attr):
-    """The attribute as stored, looked up along the MRO for a class (no descriptor binding)."""
-    if isinstance(parent, type):
-        for klass in parent.__mro__:
-            if attr in vars(klass):
-                return vars(klass)[attr]
-        return None
-    return vars(parent).get(attr)
-
-
-def _wrapped_by(obj, name):
-    """True if ``obj`` is, or stacks on, a wrapper installed by the patch ``name``."""
-    while hasattr(obj, "_self_mxcompat_patch"):
-        if obj._self_mxcompat_patch == name:
-            return True
-        obj = obj.__wrapped__
-    return False
-
-
-def _restore(records):
-    for parent, attr, owned, original, installed in reversed(records):
-        current = vars(parent).get(attr)
-        if current is not installed:
-            # Other code wrapped over ours since (ddtrace, OpenTelemetry: wrapt proxies):
-            # take ours out from beneath theirs, so their wrapper survives.  Replaced
-            # outright (not wrapped), the attribute is theirs: leave it.
-            # An attribute we added (no wrapper of ours beneath theirs) stays: theirs needs it.
-            outer = _outer_of(current, installed)
-            if outer is not None and hasattr(installed, "__wrapped__"):
-                outer.__wrapped__ = installed.__wrapped__
-            continue
-        if owned:
-            setattr(parent, attr, original)
-        else:
-            delattr(parent, attr)
-
-
-# wrapt 2 proxies (FunctionWrapper included) derive from BaseObjectProxy, wrapt 1's from
-# ObjectProxy.
-_PROXY = getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy)
-
-
-def _outer_of(obj, installed):
-    """The wrapt proxy in the chain from ``obj`` whose ``__wrapped__`` is ``installed``."""
-    while isinstance(obj, _PROXY):
-        if obj.__wrapped__ is installed:
-            return obj
-        obj = obj.__wrapped__
-    return None
-
-
-def _foreign_wrapper(name):
-    """Something other code installed over patch ``name`` that cannot be unwrapped from
-    beneath (not a wrapt proxy chain), or ``None``."""
-    for parent, attr, _, _, installed in _active[name]:
-        current = vars(parent).get(attr)
-        # Our own patches stacked above are unwound before this one is removed.
-        while current is not installed and hasattr(current, "_self_mxcompat_patch"):
-            current = current.__wrapped__
-        if (
-            current is not installed
-            and _outer_of(current, installed) is None
-            and _reaches(current, installed)
-        ):
-            return current
-    return None
-
-
-def _reaches(obj, installed):
-    # A wrapper made with functools.wraps names what it wraps in __wrapped__; one without
-    # it cannot be told from a replacement, and a replacement does not need us beneath it.
-    seen = 0
-    while obj is not None and seen < 100:
-        if obj is installed:
-            return True
-        obj = getattr(obj, "__wrapped__", None)
-        seen += 1
-    return False
 
 
 def _warn_pinned(name, holder, blocker):
@@ -461,5 +409,5 @@ def _remove(name):
     p = _registry[name]
     if p.on_remove is not None:
         p.on_remove()
-    _restore(records)
+    restore(records)
     logger.debug("unpatched %s", name)

@@ -106,6 +106,20 @@ TRAPS = (
         ours="same (patch `distutils`)",
     ),
     Trap(
+        patch="distutils",
+        check=None,
+        symptom=(
+            "`ModuleNotFoundError: No module named 'distutils'` at your own "
+            "`from distutils.version import LooseVersion`"
+        ),
+        cause="legacy code on Python ≥ 3.12 without setuptools (any MXNet release)",
+        ours=(
+            "works from `import mxnet` on, beside every release 1.3.1 … 1.9.1 (patch "
+            "`distutils`); above `import mxnet` it still fails, as without mxcompat: import "
+            "mxnet first, or use `looseversion.LooseVersion` / `packaging.version`"
+        ),
+    ),
+    Trap(
         patch="numpy2",
         check="numpy_fixes",
         symptom=(

@@ -22,6 +22,7 @@ from .._core import facts as _compat
 from .._core import registry as _patching
 from .._core import settings
 from .._core import traps as _traps
+from . import onnx as _onnx_command
 
 # mxcompat/_bootstrap: its sitecustomize.py starts every Python that `mxcompat run` starts.
 BOOTSTRAP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_bootstrap")
@@ -146,7 +147,7 @@ def _parser():
         action="append",
         required=True,
         metavar="N,C,H,W",
-        type=_shape,
+        type=_onnx_command.parse_shape,
         help="the shape of the model's input, e.g. 1,3,224,224; "
         "once per input, in the symbol's order",
     )
@@ -163,71 +164,6 @@ def _parser():
         "--no-verify", action="store_true", help="do not run the model in onnxruntime against MXNet"
     )
     return parser, run
-
-
-def _shape(text):
-    try:
-        shape = tuple(int(d) for d in text.split(","))
-    except ValueError:
-        shape = ()
-    if not shape or any(d <= 0 for d in shape):
-        raise argparse.ArgumentTypeError("%r is not a shape like 1,3,224,224" % text)
-    return shape
-
-
-def _onnx(args):
-    import warnings
-
-    files = ["%s-symbol.json" % args.prefix, "%s-%04d.params" % (args.prefix, args.epoch)]
-    missing = [f for f in files if not os.path.isfile(f)]
-    if missing:
-        # MXNet's own error here is a C++ stack trace.
-        sys.stderr.write(
-            "mxcompat onnx: no checkpoint %s, epoch %d: %s not found\n"
-            % (args.prefix, args.epoch, " and ".join(missing))
-        )
-        return 1
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            import mxnet as mx
-        symbol, arg_params, aux_params = mx.model.load_checkpoint(args.prefix, args.epoch)
-        path = args.output or args.prefix + ".onnx"
-        model = onnx_export.to_onnx(
-            (symbol, arg_params, aux_params),
-            args.input_shape,
-            path=path,
-            opset=args.opset,
-            verify=not args.no_verify,
-        )
-    except (
-        OSError,
-        ImportError,
-        NotImplementedError,
-        ValueError,
-        TypeError,
-        AssertionError,
-    ) as exc:
-        sys.stderr.write("mxcompat onnx: %s\n" % exc)
-        return 1
-    except Exception as exc:  # pylint: disable=broad-except
-        # MXNetError and the like: one line, as above, with the type that says whose it is.
-        sys.stderr.write("mxcompat onnx: %s: %s\n" % (type(exc).__name__, exc))
-        return 1
-    sys.stdout.write(
-        "wrote %s: opset %d, %d nodes, inputs %s%s\n"
-        % (
-            path,
-            model.opset_import[0].version,
-            len(model.graph.node),
-            ", ".join(i.name for i in model.graph.input),
-            ""
-            if args.no_verify
-            else "; onnxruntime %s agrees with MXNet %s"
-            % (sys.modules["onnxruntime"].__version__, mx.__version__),
-        )
-    )
-    return 0
 
 
 def _append_env(env, key, values):
@@ -313,7 +249,7 @@ def _python_command(name):
 
 def _run(args, python, module, target, error):
     # Checked here, as freeze() would: in the script each bad one would only be a warning.
-    from ..freeze.registry import _Pattern
+    from ..freeze.registry import check_pattern
 
     for value in args.freeze:
         items = settings.split(value)
@@ -321,7 +257,7 @@ def _run(args, python, module, target, error):
             error("--freeze %r names no parameter pattern" % value)
         for item in items:
             try:
-                _Pattern(item, "freeze")
+                check_pattern(item)
             except (TypeError, ValueError) as exc:
                 error("--freeze: %s" % exc)
     unknown = [n for n in args.no_patch if n not in _patching.names()]
@@ -467,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "patches":
         return _patches(as_json=args.json)
     if args.command == "onnx":
-        return _onnx(args)
+        return _onnx_command.main(args)
     from . import check
 
     return check.main(as_json=args.json)

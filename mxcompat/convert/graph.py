@@ -346,7 +346,7 @@ _index_iteration = SharedScope(_install_index_iteration)
 def _symbols_iterate_by_index():
     """Symbol iteration by index, as from 1.5, while a SymbolBlock is built: 1.3/1.4 iterate
     by name, and SymbolBlock.__init__ walks every internal node so (ResNet-50: ~120 ms).
-    Two threads converting at once share the one change (``_patching.SharedScope``)."""
+    Two threads converting at once share the one change (``_core.scope.SharedScope``)."""
     if _compat.since(_compat.SYMBOL_ITER_BY_INDEX):
         yield
         return

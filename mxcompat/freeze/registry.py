@@ -130,6 +130,12 @@ def _check_ranges(text, part, caller):
             i += 1
 
 
+def check_pattern(pattern, caller="freeze"):
+    """Raise the ``TypeError``/``ValueError`` ``freeze(pattern)`` would, in its words (the
+    CLI checks ``run --freeze`` values with it before the script starts)."""
+    _Pattern(pattern, caller)
+
+
 class _State:
     """The live registry.  ``patterns`` is a tuple, replaced (never changed in place) under
     ``lock``, so a reader without the lock sees one consistent tuple; ``version`` is bumped

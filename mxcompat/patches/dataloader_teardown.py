@@ -13,7 +13,27 @@ With this patch a dropped ``DataLoader`` retires its pool as ``close()`` + ``joi
 no new task, the workers finish the batches already asked for (at most ``prefetch``, those of
 an epoch left early) and exit by themselves, so none dies holding a lock.  Only if a worker is
 still running after ``TIMEOUT`` seconds (a transform that never returns) does MXNet's own
-``terminate()`` run, as before.  Patch name ``dataloader_teardown``; Python 3.12+ only.
+``terminate()`` run, as before.  Patch name ``dataloader_teardown``; every Python (the race is
+there from 3.11 on at least).
+
+The other places where MXNet's Python layer (1.3.1 … 1.9.1, read in full: only
+``gluon/data/dataloader.py`` uses ``multiprocessing`` pools or worker processes, besides the
+``tools/im2rec.py`` script) stops workers, and why they are left as they are:
+
+* 1.3.1's ``_MultiWorkerIter`` and ``DataLoaderV1``'s ``_MultiWorkerIterV1`` (1.4+) run
+  their own ``multiprocessing.Process`` workers.  Their ``__del__`` (``shutdown``) puts stop
+  marks in the queues, joins only the fetcher *thread* (which reads the marks the main process
+  has just written) and, from 1.4, ``Process.terminate()``s the workers still alive: a
+  signal, never waited on.  Nothing reads or writes those queues afterwards, so a worker
+  killed holding a queue's lock blocks no one: they cannot hang.
+* ``DataLoader(thread_pool=True)`` (1.4+): ``__del__`` terminates a ``ThreadPool``.  Threads
+  are not killed, so no lock is left held, and its queues are in-process; ``terminate()`` only
+  joins the pool's handler threads, which finish.  Left to MXNet (this patch skips it).
+* ``_MultiWorkerIter.__next__`` (1.6+) ``terminate()``s the process pool when a batch raised
+  in a worker, then re-raises.  It is the same race, but once per failed batch and in the
+  caller's thread, not in a finalizer: there a hang can be interrupted (Ctrl-C, a timeout's
+  signal) and the error propagates, where an exception in ``__del__`` is swallowed.  Not
+  covered.
 """
 
 import sys

@@ -6,8 +6,25 @@ Python 3.12 removed ``distutils``; MXNet 1.6+ imports ``distutils.version`` whil
 mxcompat appends a finder to the *end* of ``sys.meta_path`` that serves ``distutils`` (an
 empty package) and ``distutils.version`` with two classes.  Being last, it is asked only
 when nothing else has ``distutils``: the standard library's (Python <= 3.11) or setuptools'
-``_distutils_hack`` always win.  MXNet 1.3-1.5 do not need it and do not get it.  Patch name
-``distutils``; once mxnet is imported, ``distutils`` stays importable in that process.
+``_distutils_hack`` always win.  Patch name ``distutils``.
+
+The rule, the same for every release 1.3.1 … 1.9.1 (``facts.MXNET_IMPORTS_DISTUTILS``): on a
+Python without ``distutils``, ``distutils.version`` is importable by any code of the process
+from the moment ``import mxnet`` starts, as it was on the Pythons MXNet was released for.
+Legacy code does ``from distutils.version import LooseVersion`` itself (MXNet's own
+``test_ndarray.py`` does); it works beside 1.3-1.5, which never import it, as beside 1.6+.
+Serving it to MXNet's frames only would not make a narrower promise: once imported, a module
+is in ``sys.modules`` for everyone.  What is left as it was:
+
+* before ``import mxnet`` starts nothing is served (``import mxcompat`` changes nothing until
+  MXNet loads): ``from distutils.version import ...`` above ``import mxnet`` fails as without
+  mxcompat; import mxnet first, or use ``looseversion`` / ``packaging.version``;
+* only ``distutils`` and ``distutils.version``: ``distutils.core`` and the rest are still
+  ``ModuleNotFoundError``;
+* where setuptools is installed (or the Python has ``distutils``), that ``distutils`` is the
+  one every import gets, MXNet's included;
+* ``unpatch("distutils")`` (or ``MXCOMPAT_DISABLE_PATCHES=distutils``) takes the finder out;
+  a ``distutils`` already imported stays in ``sys.modules``.
 
 What MXNet compares, and where the classes come from:
 
@@ -30,8 +47,6 @@ import operator
 import re
 import sys
 
-from .._core import facts as _compat
-from .._core import hooks as _preimport
 from .._core.registry import Patch, record, register
 
 PATCH = "distutils"
@@ -178,17 +193,14 @@ def _on_apply():
         install()
 
 
-# Only 1.6+ import distutils (numpy_dispatch_protocol.py); 1.3-1.5 never get the finder.
-# Python 3.12+ only (when=needed).
+# Every release (one rule for users' code, above); Python 3.12+ only (when=needed).
 register(
     Patch(
         PATCH,
-        "distutils.version (LooseVersion, StrictVersion) for MXNet on Python 3.12+.",
-        since=_compat.NUMPY_SUBPACKAGE,
+        "distutils.version (LooseVersion, StrictVersion) on Python 3.12+, from import mxnet on.",
         when=needed,
         on_apply=_on_apply,
         on_remove=uninstall,
+        before_import=_before_mxnet,
     )
 )
-_preimport.register(PATCH, _before_mxnet)
-_preimport.install()

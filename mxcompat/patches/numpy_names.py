@@ -45,7 +45,7 @@ import threading
 import types
 import warnings
 
-from .._core import hooks as _preimport
+from .._core import hooks
 from .._core.log import warn_once
 from .._core.registry import Patch, record, register
 
@@ -212,7 +212,7 @@ def _on_apply():
     late = restore()
     if late and not _restored_before_mxnet:
         warn_once(
-            _preimport.LATE_IMPORT_KEY,
+            hooks.LATE_IMPORT_KEY,
             "mxnet was imported before mxcompat, so it loaded without the NumPy names "
             "it needs (numpy.%s); mxcompat added them now, but import mxcompat before "
             "mxnet (first line of the program), or start the program with "
@@ -226,7 +226,6 @@ register(
         "The NumPy names MXNet's Python code reads, back where NumPy 1.24 … 2.x removed them.",
         on_apply=_on_apply,
         on_remove=remove,
+        before_import=_before_mxnet,
     )
 )
-_preimport.register(PATCH, _before_mxnet)
-_preimport.install()

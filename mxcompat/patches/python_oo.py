@@ -11,9 +11,7 @@ it applies under ``-OO`` only.
 
 import sys
 
-import wrapt
-
-from .._core import hooks as _preimport
+from .._core import hooks
 from .._core.registry import Patch, record, register
 
 PATCH = "python_oo"
@@ -38,7 +36,7 @@ def _empty_docstrings(module):
 def _before_mxnet(version):
     if stripped():
         for name in _DOC_MODULES:
-            wrapt.register_post_import_hook(_empty_docstrings, name)
+            hooks.when_imported(name, _empty_docstrings)
 
 
 # Under -OO only (when=stripped).
@@ -48,6 +46,6 @@ register(
         "MXNet under python -OO: the doc classes whose docstrings MXNet joins "
         "while it imports get empty ones instead of None.",
         when=stripped,
+        before_import=_before_mxnet,
     )
 )
-_preimport.register(PATCH, _before_mxnet)

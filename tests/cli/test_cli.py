@@ -742,7 +742,7 @@ def _expected_patches(active):
     rows = [
         {
             "name": n,
-            "fixes": " ".join(_patching._registry[n].doc.split()),
+            "fixes": " ".join(_patching.get(n).doc.split()),
             "applies": n in applicable_patches(),
             "active": n in active,
             "traps": [t.symptom for t in _traps.TRAPS if t.patch == n],

@@ -34,6 +34,8 @@ TEST_ONLY = {
 # tox envs that are a combination plus one factor testing mxcompat itself (the wrapt floor).
 VARIANT_FACTORS = {"wrapt114": {"wrapt==1.14.1"}}
 NOT_COMBINATIONS = {"bench", "packaging", "typing"}
+# Envs that run one file on a combination, in a section of their own (Horovod): hvd-<combination>.
+ON_A_COMBINATION = "hvd-"
 
 needs_checkout = pytest.mark.skipif(
     not os.path.exists(TOX_INI), reason="needs the source checkout (tox.ini)"
@@ -90,14 +92,22 @@ def test_every_combination_is_a_tox_env_and_every_tox_env_a_combination():
     missing = [n for n in names if n not in envs]
     assert missing == []
     for env in envs:
-        if env not in NOT_COMBINATIONS:
+        if env.startswith(ON_A_COMBINATION):
+            _combination_of(env[len(ON_A_COMBINATION) :])
+        elif env not in NOT_COMBINATIONS:
             _combination_of(env)  # KeyError: a tox env the table lacks
 
 
 @needs_checkout
 @pytest.mark.parametrize(
     "env",
-    [e for e in _tox_envs(_tox()) if e not in NOT_COMBINATIONS] if os.path.exists(TOX_INI) else [],
+    [
+        e
+        for e in _tox_envs(_tox())
+        if e not in NOT_COMBINATIONS and not e.startswith(ON_A_COMBINATION)
+    ]
+    if os.path.exists(TOX_INI)
+    else [],
 )
 def test_tox_installs_each_combination_as_the_table_says(env):
     tox = _tox()["testenv"]
@@ -116,6 +126,30 @@ def test_tox_installs_each_combination_as_the_table_says(env):
         assert pre == []
         assert installed == set(steps[0])
     assert variant <= deps
+
+
+@needs_checkout
+@pytest.mark.parametrize(
+    "env",
+    [e for e in _tox_envs(_tox()) if e.startswith(ON_A_COMBINATION)]
+    if os.path.exists(TOX_INI)
+    else [],
+)
+def test_an_env_on_a_combination_installs_it_as_the_table_says(env):
+    section = _tox()["testenv:" + env]
+    combination, variant = _combination_of(env[len(ON_A_COMBINATION) :])
+    assert variant == set()
+    assert section["base_python"].strip() == "python" + combination.python
+    deps = set(_factor_lines(section["deps"], env))
+    pre = _factor_lines(section.get("commands_pre", ""), env)
+    steps = combination.install_steps()
+    if combination.no_deps:
+        assert pre[0] == "python -m pip install -q --disable-pip-version-check " + " ".join(
+            steps[0]
+        )
+        assert set(steps[1]) <= deps
+    else:
+        assert set(steps[0]) <= deps
 
 
 def _table_rows():

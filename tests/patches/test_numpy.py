@@ -6,6 +6,7 @@ machine, with plain MXNet in the release's reference environment (``reference_en
 1.9.1 on Python 3.11 + NumPy 1.23.5).
 """
 
+import importlib.util
 import math
 import os
 import subprocess
@@ -392,8 +393,9 @@ def test_warns_once_after_a_failed_import(python):
 # --- distutils -----------------------------------------------------------------------------
 
 
-@pytest.mark.mxnet(">=1.6", reason="MXNet imports distutils from 1.6")
-def test_distutils_version_for_mxnet():
+def test_distutils_version_for_mxnet_and_users_code():
+    # One rule for every release: served from `import mxnet` on, also where MXNet itself
+    # never imports it (1.3-1.5), so users' own `from distutils.version import ...` works.
     from distutils.version import LooseVersion, StrictVersion
 
     assert (LooseVersion(np.__version__) >= LooseVersion("1.17")) == (NUMPY_VERSION >= (1, 17))
@@ -414,6 +416,46 @@ def test_distutils_version_for_mxnet():
 
             assert LooseVersion is looseversion.LooseVersion
             assert StrictVersion is distutils_compat.StrictVersion
+
+
+_NO_DISTUTILS = pytest.mark.skipif(
+    sys.version_info < (3, 12) or importlib.util.find_spec("setuptools") is not None,
+    reason="this Python has a distutils of its own (the standard library's before 3.12, "
+    "else setuptools'): mxcompat never serves one here",
+)
+
+
+@_NO_DISTUTILS
+def test_distutils_rule_import_order_and_opt_out(python):
+    probe = """
+        import importlib, sys
+        import mxcompat
+        def distutils_version():
+            try:
+                importlib.import_module("distutils.version")
+                return "yes"
+            except ImportError as e:
+                return type(e).__name__
+        print(distutils_version())  # before `import mxnet`: nothing served
+        try:
+            import mxnet
+            print("mxnet", mxnet.__version__)
+        except ImportError as e:
+            print("mxnet", type(e).__name__)
+        sys.modules.pop("distutils", None)
+        print(distutils_version())
+        print("distutils" in mxcompat.patched())
+    """
+    on = python(probe).stdout.split()
+    assert on == ["ModuleNotFoundError", "mxnet", mx.__version__, "yes", "True"]
+    off = python(probe, env={"MXCOMPAT_DISABLE_PATCHES": "distutils"}).stdout.split()
+    if _compat.since(_compat.MXNET_IMPORTS_DISTUTILS):  # MXNet needs it itself
+        assert off == ["ModuleNotFoundError", "mxnet"] + ["ModuleNotFoundError"] * 2 + ["False"]
+    else:  # it does not: MXNet imports, and distutils stays absent
+        assert off == ["ModuleNotFoundError", "mxnet", mx.__version__] + [
+            "ModuleNotFoundError",
+            "False",
+        ]
 
 
 # What MXNet hands distutils.version: NumPy's version strings and its own thresholds, in

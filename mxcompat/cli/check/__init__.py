@@ -4,6 +4,12 @@ Each check returns a short detail or raises ``Skip(reason)``; anything else it r
 failure.  One line per check, then the versions; exit 0 when every applicable check passed.
 """
 
-from . import scenarios  # noqa: F401  (registers every check, in the order they run)
+# Importing the scenarios registers every check, in the order they run.
+# isort: off
+from . import scenarios  # noqa: F401
+from . import numpy_scenarios  # noqa: F401
+from . import model_scenarios  # noqa: F401
+
+# isort: on
+from .model_scenarios import _check_onnx  # noqa: F401
 from .runner import FAIL, OK, SKIP, Skip, _checks, check, main, run_checks  # noqa: F401
-from .scenarios import _check_onnx  # noqa: F401
