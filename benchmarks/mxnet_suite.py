@@ -8,7 +8,8 @@ and nose (MXNet's tests import it) in this environment.  Not part of ``--quick``
 source is given; then it runs the two smaller files once per side.
 
 The test outcomes of both sides are printed (they run the same tests; MXNet's own failures on
-this stack are the same on both).  tests/mxnet_suite judges the outcomes, not this."""
+this stack are the same on both).  `python -m mxcompat.cli.mxnet_suite` judges the
+outcomes, not this."""
 
 import importlib.util
 import os
@@ -68,16 +69,15 @@ def run(table, configs, reps, source=None, quick=False):
     if missing:
         print("suite: skipped (%s)" % missing)
         return
-    # tests/ is not shipped: the extraction of tests/mxnet_suite is reused from the checkout.
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from tests.mxnet_suite import extract
+    # The MXNet-suite runner's extraction of a tag's unittest folder.
+    from mxcompat.cli.mxnet_suite import extract
 
     files = QUICK_FILES if quick else FILES
     rounds = 1 if quick else 2
     workdir = tempfile.mkdtemp(prefix="mxcompat-bench-suite-")
     summaries = {}
     try:
-        unittest = extract(source, workdir)
+        unittest = extract(source, workdir, "1.9.1")
 
         def side(name):
             def run_pytest():

@@ -14,8 +14,10 @@ import textwrap
 import pytest
 
 # mxcompat's own switches from the caller's shell (a stray MXCOMPAT_FREEZE) would change what
-# the tests test; each test sets what it means to test.
-_stray = [k for k in os.environ if k.startswith("MXCOMPAT_") and k != "MXCOMPAT_TEST_CACHE"]
+# the tests test; each test sets what it means to test.  The test cache and the MXNet-suite
+# runner's source folder are inputs of the tests, not switches.
+_KEPT = ("MXCOMPAT_TEST_CACHE", "MXCOMPAT_MXNET_SRC")
+_stray = [k for k in os.environ if k.startswith("MXCOMPAT_") and k not in _KEPT]
 for _name in _stray:
     del os.environ[_name]
 

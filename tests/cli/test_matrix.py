@@ -16,20 +16,16 @@ import pytest
 from conftest import ROOT
 from support.reference_env import cache_dir
 
-from mxcompat.cli import matrix
+from mxcompat.cli import envs, matrix
 
 EXAMPLE = os.path.join(ROOT, "examples", "matrix_project")
 
-try:
-    import uv as _uv
-
-    _UV = _uv.find_uv_bin()
-except Exception:  # pylint: disable=broad-except
-    _UV = None
+# The uv mxcompat matrix itself would use (the uv package's, else PATH's).
+_UV = envs.find_uv(required=False)
 
 needs_uv = pytest.mark.skipif(
     _UV is None or not os.path.exists(EXAMPLE),
-    reason="needs the uv package and the source checkout (they run in the mx191 tox env)",
+    reason="needs uv and the source checkout (the mx191 tox env has both)",
 )
 
 

@@ -15,11 +15,13 @@ TOX_INI = os.path.join(ROOT, "tox.ini")
 README = os.path.join(ROOT, "README.md")
 
 # What tox adds for mxcompat's own tests: the test tools (pytest-xdist: `-n 2` in
-# test_strict_warnings; hypothesis: the bad-input properties), uv (test_matrix), onnx and
-# onnxruntime (mxcompat's onnx extra), libcst (the scan extra).
+# test_strict_warnings; hypothesis: the bad-input properties; pytest-timeout: the MXNet-suite
+# runner's crash test), uv (test_matrix), onnx and onnxruntime (mxcompat's onnx extra), libcst
+# (the scan extra).
 TEST_ONLY = {
     "pytest>=6",
     "pytest-xdist",
+    "pytest-timeout",
     "hypothesis",
     "looseversion>=1.3",
     "opencv-python-headless",

@@ -15,30 +15,33 @@ Where the reference comes from:
 * This env *is* a reference stack (Python < 3.12 and NumPy < 1.24: MXNet imports without
   mxcompat): the same interpreter, in a fresh process that never imports mxcompat.
 * Otherwise: a virtualenv with Python ``REFERENCE_PYTHON`` and NumPy ``REFERENCE_NUMPY`` and the
-  same MXNet wheel (``--no-deps``: 1.3.1/1.4.1 declare ``numpy<1.15``), built once and cached
+  same MXNet wheel (``--no-deps``: 1.3.1/1.4.1 declare ``numpy<1.15``), built once by
+  ``mxcompat/cli/envs.py`` (the builder ``mxcompat matrix`` uses) and cached
   under ``MXCOMPAT_TEST_CACHE`` (default ``~/.cache/mxcompat-tests``); delete that folder to
   rebuild.  The child runs with this process's environment, so every CPU setting above
   applies to both sides.
 """
 
-import fcntl
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
+
+from mxcompat._core import versions as _versions
 
 from . import numpy_reference
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The stack MXNet's Python layer is judged against: every release 1.3.1 … 1.9.1 imports and
-# trains on it without mxcompat (Python 3.11: the newest 1.6-1.9's pins allow; NumPy 1.23.5: the
-# last before 1.24 removed numpy.bool and the other aliases MXNet reads).
-REFERENCE_PYTHON = "3.11"
-REFERENCE_NUMPY = "1.23.5"
+# trains on it without mxcompat.  It is 1.9.1's row of mxcompat's versions table (Python 3.11:
+# the newest 1.6-1.9's pins allow; NumPy 1.23.5: the last before 1.24 removed numpy.bool and
+# the other aliases MXNet reads), not restated here.
+_REFERENCE = _versions.by_name("mx191")
+REFERENCE_PYTHON = _REFERENCE.python
+REFERENCE_NUMPY = _REFERENCE.numpy_version
 # What mxnet's wheels require besides numpy (installed by hand beside --no-deps).
-REFERENCE_EXTRAS = ("requests<3", "graphviz==0.8.4")
+REFERENCE_EXTRAS = _versions.MXNET_EXTRAS
 
 CACHE_ENV = "MXCOMPAT_TEST_CACHE"
 
@@ -82,77 +85,31 @@ def cache_dir():
     return root
 
 
-def _run(cmd, what):
-    proc = subprocess.run(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(
-            "%s failed (%d): %s\n%s" % (what, proc.returncode, " ".join(cmd), proc.stdout[-3000:])
-        )
-
-
-def find_python(version):
-    """The interpreter ``python<version>`` from PATH, else from pyenv's folders (uv and a
-    plain shell do not see pyenv's shims), or None."""
-    found = shutil.which("python" + version)
-    if found and os.sep + "shims" + os.sep not in found:  # a shim may fail to run it
-        return found
-    root = os.environ.get("PYENV_ROOT") or os.path.join(os.path.expanduser("~"), ".pyenv")
-    versions = os.path.join(root, "versions")
-    for v in sorted(os.listdir(versions)) if os.path.isdir(versions) else ():
-        candidate = os.path.join(versions, v, "bin", "python" + version)
-        if v.startswith(version + ".") and os.path.exists(candidate):
-            return candidate
-    return None
-
-
-def cached_venv(name, build):
-    """The Python of the virtualenv ``name`` under ``cache_dir()``, made by ``build(root)`` if
-    missing.
-
-    A file lock makes two runs that need the same env (tox envs run in parallel) build it
-    once; a marker written last makes a half-built env (a killed run) rebuild."""
-    root = os.path.join(cache_dir(), name)
-    python = os.path.join(root, "bin", "python")
-    marker = os.path.join(root, ".complete")
-    with open(root + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.path.exists(marker):
-            shutil.rmtree(root, ignore_errors=True)
-            build(root)
-            with open(marker, "w") as f:
-                f.write(name + "\n")
-    return python
-
-
 def reference_venv(wheel_version):
-    """The cached reference virtualenv's Python for ``mxnet==wheel_version``, built if missing."""
-    base = find_python(REFERENCE_PYTHON)
-    if base is None:
-        raise Unavailable(
-            "no python%s on PATH to build the reference environment (MXNet %s "
-            "on Python %s + NumPy %s)"
-            % (REFERENCE_PYTHON, wheel_version, REFERENCE_PYTHON, REFERENCE_NUMPY)
-        )
+    """The cached reference virtualenv's Python for ``mxnet==wheel_version``, built if missing
+    (by mxcompat's one environment builder: uv when there is one, else venv and pip)."""
+    # Imported here: mxcompat.cli loads the patches, which only tests that need MXNet want.
+    from mxcompat.cli import envs
 
-    def build(root):
-        python = os.path.join(root, "bin", "python")
-        _run([base, "-m", "venv", root], "creating the reference venv")
-        pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        _run(pip + ["--no-deps", "mxnet==" + wheel_version], "installing MXNet")
-        _run(pip + ["numpy==" + REFERENCE_NUMPY] + list(REFERENCE_EXTRAS), "installing NumPy")
-        if subprocess.run(
-            [python, "-c", "import distutils.version"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        ).returncode:
+    def distutils(root):
+        if envs.lacks_distutils(root):
             # A distribution's Python 3.11 without its distutils package (Debian's
             # python3-distutils): MXNet 1.6+ imports it, setuptools provides it.
-            _run(pip + ["setuptools"], "installing setuptools")
+            with open(root + ".log", "a") as logf:
+                envs.pip_install(envs.find_uv(required=False), root, ["setuptools"], logf)
 
     name = "mxnet-%s-py%s-numpy-%s" % (wheel_version, REFERENCE_PYTHON, REFERENCE_NUMPY)
-    return cached_venv(name, build)
+    steps = [
+        ["--no-deps", "mxnet==" + wheel_version],
+        ["numpy==" + REFERENCE_NUMPY] + list(REFERENCE_EXTRAS),
+    ]
+    try:
+        return envs.cached(cache_dir(), name, REFERENCE_PYTHON, steps, after=distutils)
+    except envs.EnvError as e:
+        raise Unavailable(
+            "cannot build the reference environment (MXNet %s on Python %s + NumPy %s): %s"
+            % (wheel_version, REFERENCE_PYTHON, REFERENCE_NUMPY, e)
+        ) from None
 
 
 def reference_python(numpy_version):

@@ -5,7 +5,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import time
@@ -13,72 +12,22 @@ import time
 from ... import __version__
 from ..._core import facts as _compat
 from ..._core import settings
-from ._common import CACHE_FORMAT, ERROR, FAILED, INSTALL_TIMEOUT, MARKER, PASSED, UsageError
+from .. import envs as _envs
+from ._common import CACHE_FORMAT, ERROR, FAILED, INSTALL_TIMEOUT, PASSED, UsageError
 
 
 def find_uv():
-    """uv's binary: the ``uv`` package's (``pip install 'mxcompat[matrix]'``), else ``uv`` on
-    PATH."""
+    """uv's binary (``envs.find_uv``), or the usage error that says how to get it."""
     try:
-        import uv
-
-        return uv.find_uv_bin()
-    except Exception:  # pylint: disable=broad-except  (not installed, or no binary in it)
-        found = shutil.which("uv")
-        if found:
-            return found
-    raise UsageError("mxcompat matrix needs uv: pip install 'mxcompat[matrix]' (or uv)")
+        return _envs.find_uv()
+    except _envs.EnvError:
+        raise UsageError(
+            "mxcompat matrix needs uv: pip install 'mxcompat[matrix]' (or uv)"
+        ) from None
 
 
-def _search_path():
-    """PATH for finding interpreters: pyenv's version folders first and its shims out (uv
-    cannot use the shims: they fail for a version that is not pyenv's global one)."""
-    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-    shims = os.path.join(root, "shims")
-    dirs = []
-    versions = os.path.join(root, "versions")
-    if os.path.isdir(versions):
-        for name in sorted(os.listdir(versions), reverse=True):
-            d = os.path.join(versions, name, "bin")
-            if os.path.isdir(d):
-                dirs.append(d)
-    dirs += [
-        d
-        for d in os.environ.get("PATH", "").split(os.pathsep)
-        if d and os.path.normpath(d) != os.path.normpath(shims)
-    ]
-    return os.pathsep.join(dirs)
-
-
-def find_python(uv, version, download=False):
-    """``(interpreter path, None)`` or ``(None, why not)``."""
-    cmd = [uv, "python", "find", version]
-    if not download:
-        cmd.append("--no-python-downloads")
-    env = dict(os.environ, PATH=_search_path())
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    except subprocess.TimeoutExpired:
-        return None, "uv python find %s took more than 600 s" % version
-    path = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
-    if proc.returncode == 0 and path:
-        return path, None
-    detail = proc.stderr.strip().splitlines()
-    return None, "no Python %s interpreter found (uv: %s)" % (
-        version,
-        detail[0] if detail else "exit %d" % proc.returncode,
-    )
-
-
-def _python_version(python):
-    proc = subprocess.run(
-        [python, "-c", "import platform; print(platform.python_version())"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=120,
-    )
-    return proc.stdout.strip() if proc.returncode == 0 else None
+find_python = _envs.find_python
+_python_version = _envs.python_version
 
 
 # --- what gets installed ---------------------------------------------------------------------
@@ -211,10 +160,6 @@ class Env:
         }
 
 
-class _Failed(Exception):
-    """An install step failed (the log has its output)."""
-
-
 class Runner:
     def __init__(self, uv, args, command, project, packages, cache, display):
         self.uv = uv
@@ -226,53 +171,11 @@ class Runner:
         self.display = display
 
     # -- helpers
-    def _step(self, env, logf, cmd, extra_env=None, timeout=INSTALL_TIMEOUT):
-        logf.write("$ %s\n" % " ".join(cmd))
-        logf.flush()
-        full_env = dict(os.environ)
-        full_env.pop("VIRTUAL_ENV", None)
-        full_env.update(extra_env or {})
-        begin = time.time()
-        try:
-            proc = subprocess.run(
-                cmd,
-                stdout=logf,
-                stderr=subprocess.STDOUT,
-                env=full_env,
-                timeout=timeout,
-                cwd=self.project,
-            )
-        except subprocess.TimeoutExpired:
-            raise _Failed("%s took more than %d s" % (cmd[0], timeout)) from None
-        logf.write("(%.1f s)\n" % (time.time() - begin))
-        if proc.returncode != 0:
-            raise _Failed("`%s` failed (exit %d)" % (" ".join(cmd[:4]), proc.returncode))
-
     def _pip(self, env, logf, args, extra_env=None):
-        self._step(
-            env,
-            logf,
-            [self.uv, "pip", "install", "--python", self._env_python(env)] + list(args),
-            extra_env,
-        )
-
-    def _env_python(self, env):
-        return os.path.join(env.path, "bin", "python")
+        _envs.pip_install(self.uv, env.path, args, logf, extra_env, cwd=self.project)
 
     def _freeze(self, env):
-        proc = subprocess.run(
-            [self.uv, "pip", "freeze", "--python", self._env_python(env)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            timeout=300,
-        )
-        pins = {}
-        for line in proc.stdout.splitlines():
-            name, sep, version = line.partition("==")
-            if sep:
-                pins[name.strip().lower()] = version.strip()
-        return pins
+        return _envs.freeze(self.uv, env.path)
 
     # -- one env
     def run(self, env):
@@ -283,7 +186,7 @@ class Runner:
             try:
                 self._build(env, logf)
                 self._install_project(env, logf)
-            except (_Failed, OSError, subprocess.SubprocessError) as exc:
+            except (_envs.StepFailed, OSError, subprocess.SubprocessError) as exc:
                 # One env that cannot be built (a wheel missing for its Python, a dead mirror)
                 # is that env's error; the others still run.
                 env.install_s = time.time() - env.started
@@ -301,34 +204,30 @@ class Runner:
         env.path = os.path.join(
             self.cache, "%s-%s" % (c.name, _env_key(c, env.python, env.python_version))
         )
-        marker = os.path.join(env.path, MARKER)
         env.state = "installing"
         self.display.update(env)
-        with _lock_file(env.path + ".lock"):
-            if os.path.exists(marker) and not self.args.recreate:
-                env.reused = True
-                logf.write("reusing %s\n" % env.path)
-            else:
-                shutil.rmtree(env.path, ignore_errors=True)
-                self._step(env, logf, [self.uv, "venv", "--python", env.python, env.path])
-                for step in c.install_steps():
-                    self._pip(env, logf, step)
-                if (
-                    _compat.since(_compat.NUMPY_SUBPACKAGE, _compat.parse_version(c.mxnet))
-                    and not c.modern
-                    and subprocess.run(
-                        [self._env_python(env), "-c", "import distutils.version"],
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                        timeout=120,
-                    ).returncode
-                ):
-                    # A distribution's Python without its distutils package (Debian's
-                    # python3-distutils): MXNet 1.6+ imports it and mxcompat serves it on
-                    # 3.12+ only; setuptools provides it.
-                    self._pip(env, logf, ["setuptools"])
-                with open(marker, "w") as f:
-                    f.write("\n".join(c.install_lines()) + "\n")
+
+        def distutils(path):
+            if (
+                _compat.since(_compat.NUMPY_SUBPACKAGE, _compat.parse_version(c.mxnet))
+                and not c.modern
+                and _envs.lacks_distutils(path)
+            ):
+                # A distribution's Python without its distutils package (Debian's
+                # python3-distutils): MXNet 1.6+ imports it and mxcompat serves it on
+                # 3.12+ only; setuptools provides it.
+                self._pip(env, logf, ["setuptools"])
+
+        env.reused = _envs.build(
+            self.uv,
+            env.python,
+            env.path,
+            c.install_steps(),
+            logf,
+            recreate=self.args.recreate,
+            after=distutils,
+            cwd=self.project,
+        )
         env.numpy_version = self._freeze(env).get("numpy")
 
     def _install_project(self, env, logf):
@@ -414,24 +313,3 @@ def first_failure(output):
         if re.match(r"(FAILED|ERROR) ", line):
             return line
     return lines[-1] if lines else None
-
-
-class _lock_file:
-    """An exclusive lock on a file (two matrix runs sharing a cache build an env once)."""
-
-    def __init__(self, path):
-        self.path = path
-
-    def __enter__(self):
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.f = open(self.path, "w")
-        try:
-            import fcntl
-
-            fcntl.flock(self.f, fcntl.LOCK_EX)
-        except ImportError:  # not POSIX: no lock
-            pass
-        return self
-
-    def __exit__(self, *exc):
-        self.f.close()
