@@ -16,12 +16,19 @@ import pytest
 from conftest import ROOT
 from support.reference_env import cache_dir
 
-from mxcompat.cli import envs, matrix
+from mxcompat.cli import matrix
 
 EXAMPLE = os.path.join(ROOT, "examples", "matrix_project")
 
-# The uv mxcompat matrix itself would use (the uv package's, else PATH's).
-_UV = envs.find_uv(required=False)
+# The uv package of this env (tox gives it to mx191 only).  Not any uv on PATH: every tox env
+# would then run these tests at once over the one cache, and --recreate in one would delete
+# the env another is running in.
+try:
+    import uv as _uv
+
+    _UV = _uv.find_uv_bin()
+except Exception:  # pylint: disable=broad-except
+    _UV = None
 
 needs_uv = pytest.mark.skipif(
     _UV is None or not os.path.exists(EXAMPLE),

@@ -1,0 +1,170 @@
+"""The two sides' environments of the MXNet-suite runner (the reference: a release on its own
+stack; the candidate: Python 3.13 + the newest NumPy + this checkout's mxcompat), and a
+release's own test files extracted from a git directory of apache/mxnet."""
+
+import os
+import shutil
+import subprocess
+
+from .. import envs
+from . import releases
+from .plugins import _INI
+
+CACHE_ENV = "MXCOMPAT_TEST_CACHE"
+
+
+class SetupError(Exception):
+    """The comparison cannot be run (the message says why)."""
+
+
+def _run(cmd, what, timeout=1800):
+    proc = subprocess.run(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout
+    )
+    if proc.returncode != 0:
+        raise SetupError(
+            "%s failed (%d): %s\n%s" % (what, proc.returncode, " ".join(cmd), proc.stdout[-3000:])
+        )
+    return proc.stdout
+
+
+def cache_dir():
+    return os.path.join(
+        os.environ.get(CACHE_ENV)
+        or os.path.join(os.path.expanduser("~"), ".cache", "mxcompat-tests"),
+        "suite",
+    )
+
+
+def _mxcompat_source():
+    """This checkout (the tool runs from it: tests/ and the source are not in a wheel)."""
+    from ..matrix.envs import default_mxcompat_spec
+
+    return default_mxcompat_spec()
+
+
+def reference_python(release):
+    row = release.row
+    name = "reference-mxnet-%s-py%s-%s" % (row.mxnet, release.reference_python, row.numpy)
+    steps = [
+        ["--no-deps", "mxnet==" + row.mxnet],
+        [row.numpy] + list(releases.MXNET_EXTRAS) + list(release.reference_tools),
+        ["--only-binary", ":all:", row.numpy] + list(releases.SCIENCE),
+    ]
+    return envs.cached(cache_dir(), envs.safe_name(name), release.reference_python, steps)
+
+
+def candidate_python(release):
+    row = release.row
+    name = "candidate-mxnet-%s-py%s-numpy-latest" % (row.mxnet, releases.CANDIDATE_PYTHON)
+    steps = [
+        ["--no-deps", "mxnet==" + row.mxnet],
+        [releases.CANDIDATE_NUMPY]
+        + list(releases.MXNET_EXTRAS)
+        + list(release.candidate_tools)
+        + ["wrapt>=1.14", "looseversion>=1.3"],
+        ["--only-binary", ":all:", releases.CANDIDATE_NUMPY] + list(releases.SCIENCE),
+    ]
+    python = envs.cached(cache_dir(), envs.safe_name(name), releases.CANDIDATE_PYTHON, steps)
+    uv = envs.find_uv()
+    # The newest NumPy on every run (a new one must show here first), then this checkout's
+    # mxcompat over whatever the cache holds.
+    _run(
+        [uv, "pip", "install", "-q", "--python", python, "--upgrade", releases.CANDIDATE_NUMPY],
+        "upgrading NumPy in the candidate",
+    )
+    _run(
+        [
+            uv,
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            python,
+            "--no-deps",
+            "--reinstall",
+            _mxcompat_source(),
+        ],
+        "installing mxcompat into the candidate",
+    )
+    return python
+
+
+def extract(src, dest, tag):
+    """Tag ``tag``'s tests/python (unittest, common, train) into ``dest``; the unittest path."""
+    src = os.path.abspath(os.path.expanduser(src))
+    os.makedirs(dest, exist_ok=True)
+    if os.path.isdir(os.path.join(src, "tests", "python", "unittest")) and not os.path.exists(
+        os.path.join(src, "objects")
+    ):
+        shutil.copytree(os.path.join(src, "tests", "python"), os.path.join(dest, "tests", "python"))
+    else:
+        git = (
+            ["git", "--git-dir", src]
+            if os.path.isdir(os.path.join(src, "objects"))
+            else ["git", "-C", src]
+        )
+        listed = _run(
+            git + ["ls-tree", "--name-only", tag, "tests/python/"],
+            "reading tag %s of %s" % (tag, src),
+        ).split()
+        paths = [
+            p
+            for p in ("tests/python/unittest", "tests/python/common", "tests/python/train")
+            if p in listed
+        ]
+        archive = os.path.join(dest, "tests.tar")
+        _run(
+            git + ["archive", "-o", archive, tag] + paths, "extracting tag %s from %s" % (tag, src)
+        )
+        _run(["tar", "-xf", archive, "-C", dest], "unpacking " + archive)
+        os.unlink(archive)
+    unittest = os.path.join(dest, "tests", "python", "unittest")
+    with open(os.path.join(unittest, "pytest.ini"), "w") as f:
+        f.write(_INI)
+    return unittest
+
+
+def _versions(python):
+    code = (
+        "import sys\n"
+        "try:\n    import importlib.metadata as m\n"
+        "except ImportError:\n    import importlib_metadata as m\n"
+        "out = [sys.version.split()[0]]\n"
+        "for d in ('numpy', 'mxnet', 'scipy', 'pytest', 'nose', 'pynose', 'mxcompat'):\n"
+        "    try:\n        out.append('%s %s' % (d, m.version(d)))\n"
+        "    except Exception:\n        pass\n"
+        "print(*out)"
+    )
+    try:
+        # Not in the checkout: its mxcompat folder would be found from the cwd.
+        return subprocess.run(
+            [python, "-c", code], stdout=subprocess.PIPE, cwd="/", text=True, timeout=120
+        ).stdout.strip()
+    except subprocess.TimeoutExpired:
+        return "?"
+
+
+def _side_env(run_dir, side, file):
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MXCOMPAT_") and k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+    }
+    env.update(
+        {
+            "PYTHONPATH": os.path.join(run_dir, side),
+            "SUITE_RECORD": os.path.join(run_dir, side, file + ".jsonl"),
+            "SUITE_SKIP_IDS": os.path.join(run_dir, side, file + ".skip.json"),
+            # Two shared cores: one OpenMP thread per process.
+            "OMP_NUM_THREADS": "1",
+            "MXNET_SUBGRAPH_VERBOSE": "0",
+            # The same random numbers on both sides (common.with_seed reads these).
+            "MXNET_TEST_SEED": "1234",
+            "MXNET_MODULE_SEED": "1234",
+            "MXNET_HOME": os.path.join(run_dir, side, "mxnet_home"),
+            "PY_COLORS": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+    )
+    return env
