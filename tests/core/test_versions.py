@@ -120,7 +120,7 @@ def test_tox_installs_each_combination_as_the_table_says(env):
     steps = combination.install_steps()
     if combination.no_deps:
         # tox installs deps first, then MXNet without its pins (commands_pre).
-        assert pre == ["python -m pip install -q --disable-pip-version-check " + " ".join(steps[0])]
+        assert pre == [_no_deps_line(steps)]
         assert installed == set(steps[1])
     else:
         assert pre == []
@@ -144,12 +144,15 @@ def test_an_env_on_a_combination_installs_it_as_the_table_says(env):
     pre = _factor_lines(section.get("commands_pre", ""), env)
     steps = combination.install_steps()
     if combination.no_deps:
-        assert pre[0] == "python -m pip install -q --disable-pip-version-check " + " ".join(
-            steps[0]
-        )
+        assert pre[0] == _no_deps_line(steps)
         assert set(steps[1]) <= deps
     else:
         assert set(steps[0]) <= deps
+
+
+def _no_deps_line(steps):
+    """The commands_pre line that installs MXNet without its pins (the first install step)."""
+    return "python -m pip install -q --disable-pip-version-check " + " ".join(steps[0])
 
 
 def _table_rows():
