@@ -16,7 +16,11 @@ this machine and the outcome of every test is compared by id:
 Usage (``docs/mxnet-suite.md``)::
 
     python -m mxcompat.cli.mxnet_suite --mxnet-src /path/to/mxnet.git [--release all]
-        [--subset quick|full] [--files test_io,test_metric] [--json out.json]
+        [--subset quick|required|others|full] [--files test_io,test_metric] [--json out.json]
+    python -m mxcompat.cli.mxnet_suite --report a.json b.json   # the README's table of runs
+
+``full`` is every test file of the tag: REQUIRED to their end, every other file within a time
+budget (``--budget`` seconds per side; judged on the tests both sides finished).
 
 ``--mxnet-src`` (or ``MXCOMPAT_MXNET_SRC``) is a git directory of apache/mxnet (bare or not)
 with the tags, or, for one release, a folder holding that release's ``tests/python``.  The
@@ -322,7 +326,7 @@ def main(argv=None):
     parser.add_argument(
         "--budget",
         type=int,
-        default=240,
+        default=120,
         help="seconds per other file and side; a file judged on the tests both sides finished",
     )
     parser.add_argument("--keep", action="store_true", help="keep the run folders")
