@@ -203,7 +203,13 @@ def run_release(release, src, files, args, run_dir):
     dict (``report.row`` makes the README's line of it)."""
     start = time.time()
     allowed = releases.ALLOWED.get(release.tag, {})
-    unittest = extract(src, run_dir, release.tag)
+    # Each side its own copy of the files: tests write into their folder (test_profiler's
+    # profile.json), and the two sides run at once.
+    trees = {
+        side: extract(src, os.path.join(run_dir, "tree-" + side), release.tag)
+        for side in ("reference", "candidate")
+    }
+    unittest = trees["reference"]
     if files is None:
         files = releases.files_of(unittest, args.subset, release.quick)
     present = [f for f in files if os.path.exists(os.path.join(unittest, f + ".py"))]
@@ -233,7 +239,7 @@ def run_release(release, src, files, args, run_dir):
                     python,
                     run_dir,
                     side,
-                    unittest,
+                    trees[side],
                     file,
                     args.timeout,
                     args.file_timeout,

@@ -70,7 +70,9 @@ markers =
 
 
 # A stand-in the test FILES need on Python 3.12+, never MXNet: test_ndarray.py (every release)
-# does `from distutils.version import LooseVersion` after `import mxnet`.  It serves only an
+# does `from distutils.version import LooseVersion` after `import mxnet`, and 1.6+'s
+# test_numpy_op.py / test_numpy_interoperability.py `from distutils.version import
+# StrictVersion` before it (where mxcompat, by design, serves nothing yet).  It serves only an
 # import made by a test file (the folder pytest runs in), and only when no other finder
 # (mxcompat's, for MXNet 1.6+'s own import of distutils) has the module; the run says where
 # it served.
@@ -103,7 +105,12 @@ class _TestFilesDistutils(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             module.__path__ = []
         else:
             from looseversion import LooseVersion
+
+            # distutils' StrictVersion as mxcompat serves it to MXNet (test_numpy_op.py and
+            # test_numpy_interoperability.py import it above their `import mxnet`).
+            from mxcompat.patches.distutils import StrictVersion
             module.LooseVersion = LooseVersion
+            module.StrictVersion = StrictVersion
             with open(os.environ["SUITE_RECORD"] + ".standins", "a") as f:
                 f.write("distutils.version\n")
         return module

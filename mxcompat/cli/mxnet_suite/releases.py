@@ -101,6 +101,8 @@ DESELECT = {
     "test_gluon.py::test_hybrid_static_memory": _DATA % "a model-zoo ResNet",
     "test_gluon.py::test_hybrid_static_memory_switching": _DATA % "a model-zoo ResNet",
     "test_gluon.py::test_hybrid_static_memory_recording": _DATA % "a model-zoo ResNet",
+    "test_test_utils.py::test_download_successful": "downloads apache/incubator-mxnet's README.md "
+    "from raw.githubusercontent.com, and no host but the package registries is reachable",
 }
 # TestImage's images come from its nose-style setupClass, which downloads them (and which
 # pytest does not call): these fail on both sides for want of the images.
@@ -135,19 +137,49 @@ _INDEXING = (
 # The line of each tag where the test's code stands.
 _ACC_LINE = {"1.3.1": 55, "1.4.1": 55, "1.5.1": 120}
 _INDEXING_LINE = {"1.6.0": 663}
+# test_numpy_interoperability's workloads are built by one function for the whole file: the one
+# out-of-range literal below fails the two tests that use them (every workload is then unrun).
+_OUT_OF_BOUND = (
+    "NumPy 2.0 release notes (NEP 50: 'out-of-bound Python integers' raise OverflowError; "
+    "deprecated since 1.24)",
+    "`np.array([1621],dtype=_np.uint8)`",
+    "asks for 1621 as uint8; MXNet's mx.np.array passes the test's own value to NumPy, which "
+    "wrapped it to 85 before and refuses it now (mxcompat does not bring back a silent wrap)",
+)
+_OUT_OF_BOUND_LINE = {"1.7.0": 107}
+_INT_OF_ARRAY = (
+    _INDEXING[0],
+    "`csr.indptr[0:int(num_nodes + 1)]`",
+    "converts the test's own NumPy array of shape (1,) (`out[0][-1].asnumpy()`) with int(), "
+    "a TypeError since NumPy 2.4; MXNet's sampler output is the same on both sides",
+)
+
+
+def _allowed(note, line):
+    change, code, why = note
+    return Allowed(change, line, code, why)
+
+
 ALLOWED = {}
 for _tag_ in ("1.3.1", "1.4.1", "1.5.1", "1.6.0", "1.7.0", "1.8.0", "1.9.1"):
-    change, code, why = _NEP50
     ALLOWED[_tag_] = {
-        "test_metric.py::test_acc": Allowed(
-            change, "test_metric.py:%d" % _ACC_LINE.get(_tag_, 138), code, why
+        "test_metric.py::test_acc": _allowed(
+            _NEP50, "test_metric.py:%d" % _ACC_LINE.get(_tag_, 138)
         )
     }
 for _tag_ in ("1.6.0", "1.7.0", "1.8.0", "1.9.1"):
-    change, code, why = _INDEXING
-    ALLOWED[_tag_]["test_numpy_ndarray.py::test_np_ndarray_indexing"] = Allowed(
-        change, "test_numpy_ndarray.py:%d" % _INDEXING_LINE.get(_tag_, 705), code, why
+    ALLOWED[_tag_]["test_numpy_ndarray.py::test_np_ndarray_indexing"] = _allowed(
+        _INDEXING, "test_numpy_ndarray.py:%d" % _INDEXING_LINE.get(_tag_, 705)
     )
+    ALLOWED[_tag_]["test_dgl_graph.py::test_uniform_sample"] = _allowed(
+        _INT_OF_ARRAY, "test_dgl_graph.py:64"
+    )
+for _tag_ in ("1.7.0", "1.8.0", "1.9.1"):
+    for _name in ("test_np_array_function_protocol", "test_np_array_ufunc_protocol"):
+        ALLOWED[_tag_]["test_numpy_interoperability.py::" + _name] = _allowed(
+            _OUT_OF_BOUND,
+            "test_numpy_interoperability.py:%d" % _OUT_OF_BOUND_LINE.get(_tag_, 114),
+        )
 
 Release = namedtuple(
     "Release",
