@@ -198,6 +198,18 @@ def _deselected(run_dir, files):
     return ids
 
 
+def _standins(run_dir, files):
+    """{"side file": "what"} of the stand-ins that served a test file (recorded as they did)."""
+    out = {}
+    for side in ("reference", "candidate"):
+        for file in files:
+            path = os.path.join(run_dir, side, file + ".jsonl.standins")
+            if os.path.exists(path):
+                with open(path) as f:
+                    out["%s %s" % (side, file)] = ", ".join(sorted({x.strip() for x in f}))
+    return out
+
+
 def run_release(release, src, files, args, run_dir):
     """Compare one release's ``files`` (None: ``args.subset`` of its tag); its result as a
     dict (``report.row`` makes the README's line of it)."""
@@ -269,15 +281,11 @@ def run_release(release, src, files, args, run_dir):
         print("not run (network):")
         for tid in deselected:
             print("  %s: %s" % (tid, DESELECT[tid]))
-    standins = sorted(
-        f
-        for f in present
-        if os.path.exists(os.path.join(run_dir, "candidate", f + ".jsonl.standins"))
-    )
+    standins = _standins(run_dir, present)
     if standins:
         print(
-            "stand-in for the test files' own `from distutils.version import LooseVersion` "
-            "(looseversion; nothing else served distutils): %s" % ", ".join(standins)
+            "stand-ins the test files (not MXNet) needed: %s"
+            % "; ".join("%s: %s" % item for item in sorted(standins.items()))
         )
     elapsed = time.time() - start
     used = sorted(d["id"] for d in differences if d["numpy_change"])

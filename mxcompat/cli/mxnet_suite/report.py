@@ -137,7 +137,7 @@ def merge(results):
         m["per_file"].update(r["per_file"])
         m["files"] = list(m["per_file"])
         m["elapsed_s"] += r["elapsed_s"]
-        m["standins"] = sorted(set(m.get("standins", [])) | set(r.get("standins", [])))
+        m["standins"] = _standins(m.get("standins")) | _standins(r.get("standins"))
         m["runs"] += 1
     order = [rel.tag for rel in releases.RELEASES]
     return [merged[t] for t in sorted(merged, key=lambda t: order.index(t) if t in order else 99)]
@@ -246,12 +246,21 @@ def section(result):
                 msg[:160].replace("|", "\\|"),
             )
         )
-    if result.get("standins"):
-        out.append(
-            "- the test files' `distutils.version` stand-in served: "
-            + ", ".join(result["standins"])
-        )
+    standins = _standins(result.get("standins"))
+    if standins:
+        out.append("- stand-ins the test files needed: " + "; ".join(sorted(standins)))
     return "\n".join(out) + "\n"
+
+
+def _standins(recorded):
+    """The stand-ins of a result as a set of lines; a list of candidate files in older runs."""
+    if not recorded:
+        return set()
+    if isinstance(recorded, set):
+        return recorded
+    if isinstance(recorded, dict):
+        return {"%s: %s" % item for item in recorded.items()}
+    return {"candidate %s: distutils.version" % f for f in recorded}
 
 
 def _code(text):
