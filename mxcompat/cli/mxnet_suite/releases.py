@@ -174,6 +174,22 @@ for _tag_ in ("1.6.0", "1.7.0", "1.8.0", "1.9.1"):
     ALLOWED[_tag_]["test_dgl_graph.py::test_uniform_sample"] = _allowed(
         _INT_OF_ARRAY, "test_dgl_graph.py:64"
     )
+# 1.6.0 builds the same workloads when the file is imported: its first out-of-range literal
+# (int8 200) leaves the file with no tests on the candidate.
+for _name in (
+    "",  # the file's own id: its collection error
+    "::test_np_array_function_protocol",
+    "::test_np_array_ufunc_protocol",
+    "::test_np_memory_array_function",
+):
+    ALLOWED["1.6.0"]["test_numpy_interoperability.py" + _name] = Allowed(
+        _OUT_OF_BOUND[0],
+        "test_numpy_interoperability.py:786",
+        "`np.array([20, 200], dtype=np.int8)`",
+        "asks for 200 as int8 while the file is imported (its workloads are built at module "
+        "level), so the file collects no test; NumPy wrapped it to -56 before and refuses it "
+        "now (mxcompat does not bring back a silent wrap)",
+    )
 for _tag_ in ("1.7.0", "1.8.0", "1.9.1"):
     for _name in ("test_np_array_function_protocol", "test_np_array_ufunc_protocol"):
         ALLOWED[_tag_]["test_numpy_interoperability.py::" + _name] = _allowed(
