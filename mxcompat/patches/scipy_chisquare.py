@@ -80,7 +80,8 @@ class MXNetStats(wrapt.ObjectProxy):
     def chisquare(self, f_obs, f_exp=None, ddof=0, axis=0, **kwargs):
         stats = self.__wrapped__
         if f_exp is None or kwargs:
-            # No expected frequencies: SciPy derives them from f_obs, nothing to check.
+            # No expected frequencies (SciPy derives them from f_obs: nothing to check), or
+            # keywords MXNet never passes: SciPy's own call, as it is.
             return stats.chisquare(f_obs, f_exp, ddof, axis, **kwargs)
         import numpy as np
 
