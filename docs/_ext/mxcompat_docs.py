@@ -234,7 +234,46 @@ def cli_reference():
     return "\n".join(out)
 
 
+def suite_allowed_table():
+    """The MXNet-suite runner's allowed differences (``ALLOWED`` of its ``releases.py``): each
+    test id, the releases it is allowed for, the test's own line and NumPy's change."""
+    from mxcompat.cli.mxnet_suite import releases as suite
+
+    grouped = {}
+    for tag, ids in suite.ALLOWED.items():
+        for tid, allowed in ids.items():
+            grouped.setdefault((tid, allowed), []).append(tag)
+    rows = [
+        "| test | releases | the test's line | what the test's own code does | NumPy's change |"
+    ]
+    rows.append("|---|---|---|---|---|")
+    for (tid, allowed), tags in sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[1])):
+        rows.append(
+            "| `%s` | %s | `%s` | %s %s | %s |"
+            % (
+                tid,
+                ", ".join(tags),
+                allowed.line,
+                allowed.code,
+                allowed.why.replace("|", "\\|"),
+                allowed.change.replace("|", "\\|"),
+            )
+        )
+    return "\n".join(rows) + "\n"
+
+
+def suite_deselected_table():
+    """The ids the MXNet-suite runner does not run (``DESELECT``), each with its reason."""
+    from mxcompat.cli.mxnet_suite import releases as suite
+
+    rows = ["| test | why it is not run |", "|---|---|"]
+    rows += ["| `%s` | %s |" % (t, _cell(r)) for t, r in sorted(suite.DESELECT.items())]
+    return "\n".join(rows) + "\n"
+
+
 REFERENCES = {
+    "suite-allowed": suite_allowed_table,
+    "suite-deselected": suite_deselected_table,
     "cli": cli_reference,
     "facts": facts_table,
     "patches": patches_table,

@@ -4,12 +4,15 @@ and its per-release plan; the real run needs apache/mxnet's git directory and ta
 
 import json
 import os
+import re
+import subprocess
+import sys
 
 import pytest
 
 from mxcompat._core import versions
 from mxcompat.cli import mxnet_suite
-from mxcompat.cli.mxnet_suite import releases
+from mxcompat.cli.mxnet_suite import releases, report
 
 
 def _rec(outcome, message=""):
@@ -51,7 +54,7 @@ def test_numpy_changes_are_allowed_per_release_and_said_so():
     }
     lines, differences, regressions, _ = mxnet_suite.compare(per_file, allowed)
     assert regressions == [] and [d["numpy_change"] for d in differences] == [True]
-    assert "[NumPy's change: %s]" % allowed[tid] in lines[-2]
+    assert "[NumPy's change: %s]" % (allowed[tid],) in lines[-2]
     # Allowed for one release is no licence for another.
     other = {t: r for t, r in releases.ALLOWED["1.3.1"].items() if t != tid}
     assert mxnet_suite.compare(per_file, other)[2] == [tid]
@@ -106,14 +109,118 @@ def test_records_survive_a_crash(tmpdir):
     assert started == ["t.py::a", "t.py::b"] and list(done) == ["t.py::a"]
 
 
-def test_every_listed_id_names_a_file_of_the_run():
-    files = set(releases.FULL)
-    allowed = [t for ids in releases.ALLOWED.values() for t in ids]
-    for tid in list(releases.DESELECT) + allowed:
-        assert tid.split(".py::")[0] in files, tid
+def test_every_listed_id_is_a_pytest_id_of_a_release():
+    allowed = [(tag, t) for tag, ids in releases.ALLOWED.items() for t in ids]
+    for tid in list(releases.DESELECT) + [t for _, t in allowed]:
+        # A test's id, or a file's (its collection error).
+        assert re.match(r"test_\w+\.py(::\w+(::\w+)?)?$", tid), tid
+    tags = {r.tag for r in releases.RELEASES}
+    assert {tag for tag, _ in allowed} == tags
     for release in releases.RELEASES:
-        assert set(release.quick) <= files
-    assert set(releases.REQUIRED) <= files
+        assert set(release.quick) <= set(releases.REQUIRED) | {"test_numpy_ndarray"}
+
+
+def test_a_subset_is_the_files_of_the_tag(tmp_path):
+    for name in ("test_zeta", "test_module", "test_alpha", "test_metric", "common"):
+        (tmp_path / (name + ".py")).write_text("")
+    (tmp_path / "test_data.txt").write_text("")
+    assert releases.files_of(str(tmp_path), "full") == [
+        "test_module",
+        "test_metric",
+        "test_alpha",
+        "test_zeta",
+    ]
+    assert releases.files_of(str(tmp_path), "required") == ["test_module", "test_metric"]
+    assert releases.files_of(str(tmp_path), "others") == ["test_alpha", "test_zeta"]
+    # The quick subset: those of its files the tag has.
+    assert releases.files_of(str(tmp_path), "quick") == ["test_metric", "test_module"]
+
+
+def test_a_file_cut_by_its_budget_is_judged_on_the_tests_both_sides_finished():
+    per_file = {
+        "test_x": {
+            "reference": {
+                "test_x.py::a": _rec("passed"),
+                "test_x.py::b": _rec("passed"),
+                "test_x.py::c": _rec("unfinished"),
+            },
+            "candidate": {
+                "test_x.py::a": _rec("passed"),
+                "test_x.py::b": _rec("unfinished"),
+            },
+        },
+        "test_y": {
+            "reference": {"test_y.py::a": _rec("passed"), "test_y.py::b": _rec("passed")},
+            "candidate": {"test_y.py::a": _rec("passed")},
+        },
+    }
+    lines, differences, regressions, totals = mxnet_suite.compare(per_file)
+    # test_x: only a is judged; test_y ran to its end, so b missing on the candidate counts.
+    assert regressions == ["test_y.py::b"]
+    assert totals == {"reference": [3, 0, 0], "candidate": [2, 0, 0]}
+    assert lines[2].endswith("1/0/0  (budget ended)")
+    assert report.over_budget(per_file) == {"test_x": 1}
+
+
+def _result(tag, per_file, seconds):
+    return {
+        "release": tag,
+        "files": list(per_file),
+        "per_file": per_file,
+        "versions": {"reference": "3.8 r", "candidate": "3.13 c"},
+        "elapsed_s": seconds,
+        "standins": [],
+    }
+
+
+def test_several_runs_of_a_release_make_one_row():
+    acc = "test_metric.py::test_acc"
+    first = _result(
+        "1.3.1",
+        {
+            "test_metric": {
+                "reference": {acc: _rec("passed"), "test_metric.py::b": _rec("passed")},
+                "candidate": {acc: _rec("failed", "E"), "test_metric.py::b": _rec("passed")},
+            },
+            "test_io": {
+                "reference": {"test_io.py::a": _rec("failed", "old")},
+                "candidate": {"test_io.py::a": _rec("failed", "old")},
+            },
+        },
+        100,
+    )
+    # A later run of test_io replaces the first one's; test_random is added.
+    second = _result(
+        "1.3.1",
+        {
+            "test_io": {
+                "reference": {"test_io.py::a": _rec("passed")},
+                "candidate": {"test_io.py::a": _rec("passed")},
+            },
+            "test_random": {
+                "reference": {"test_random.py::a": _rec("failed", "F")},
+                "candidate": {"test_random.py::a": _rec("passed")},
+            },
+        },
+        200,
+    )
+    (merged,) = report.merge([first, second])
+    assert list(merged["per_file"]) == ["test_metric", "test_io", "test_random"]
+    assert report.row(merged) == (
+        "| 1.3.1 | 3 | 3 / 4 · 3 / 4 | `test_acc` (NEP 50, test_metric.py:55) "
+        "| `test_random.py::a` failed → passed | 5 min |"
+    )
+    text = report.markdown([first, second])
+    assert text.startswith(report.ROW_HEAD + "\n| 1.3.1 | 3 |")
+    assert "- passed/failed/skipped: reference 3/1/0, candidate 3/1/0; 300 s in 2 run(s)" in text
+
+
+def test_each_allowed_difference_names_its_test_line():
+    for tag, ids in releases.ALLOWED.items():
+        for tid, allowed in ids.items():
+            file, line = allowed.line.split(":")
+            assert file == tid.split("::")[0] and int(line) > 0, (tag, tid)
+            assert str(allowed).startswith(allowed.change + ": the test's own " + allowed.line)
 
 
 @pytest.mark.skipif(
@@ -129,6 +236,34 @@ def test_each_release_gets_its_own_files(tmp_path):
     assert not os.path.exists(os.path.join(old, "test_contrib_svrg_module.py"))
     with open(os.path.join(old, "test_metric.py")) as f:
         assert "expected_acc = (np.argmax(pred, axis=1) == label).sum().asscalar()" in f.read()
+
+
+@pytest.mark.skipif(
+    not os.environ.get(mxnet_suite.SRC_ENV),
+    reason="needs a git directory of apache/mxnet in $%s" % mxnet_suite.SRC_ENV,
+)
+def test_each_allowed_line_is_in_its_tag_and_each_deselected_file_in_a_tag():
+    src = os.environ[mxnet_suite.SRC_ENV]
+    files = set()
+    for release in releases.RELEASES:
+        listing = subprocess.run(
+            ["git", "-C", src, "ls-tree", "--name-only", release.tag + ":tests/python/unittest"],
+            stdout=subprocess.PIPE,
+            text=True,
+            check=True,
+        ).stdout.split()
+        files.update(listing)
+        for tid, allowed in releases.ALLOWED[release.tag].items():
+            file, line = allowed.line.split(":")
+            text = subprocess.run(
+                ["git", "-C", src, "show", "%s:tests/python/unittest/%s" % (release.tag, file)],
+                stdout=subprocess.PIPE,
+                text=True,
+                check=True,
+            ).stdout.splitlines()[int(line) - 1]
+            assert allowed.code.strip("`").replace("(...)", "") in text, (release.tag, tid, text)
+    for tid in releases.DESELECT:
+        assert tid.split("::")[0] in files, tid
 
 
 def test_a_crash_loses_one_test_and_the_file_resumes_in_a_new_process(tmp_path):
@@ -152,8 +287,6 @@ def test_a_crash_loses_one_test_and_the_file_resumes_in_a_new_process(tmp_path):
     # subject here.
     with open(os.path.join(run_dir, "reference", "_suite_plugin.py"), "w") as f:
         f.write(plugin.replace("assert importlib.util.find_spec('mxcompat') is None", ""))
-    import sys
-
     got = mxnet_suite.run_file(
         sys.executable, run_dir, "reference", str(unittest), "test_crash", 60, 300
     )
@@ -166,4 +299,34 @@ def test_a_crash_loses_one_test_and_the_file_resumes_in_a_new_process(tmp_path):
     }
     assert (
         got["test_crash.py::test_b"]["message"] == "the process died (exit status 3) in this test"
+    )
+
+
+def test_a_file_stops_when_its_budget_is_spent(tmp_path):
+    pytest.importorskip("pytest_timeout")
+    unittest = tmp_path / "unittest"
+    unittest.mkdir()
+    (unittest / "test_slow.py").write_text(
+        "import time\n\n"
+        "def test_a():\n    pass\n\n"
+        "def test_b():\n    time.sleep(60)\n\n"
+        "def test_c():\n    pass\n"
+    )
+    run_dir = str(tmp_path / "run")
+    mxnet_suite._write_plugins(run_dir, ["reference"])
+    path = os.path.join(run_dir, "reference", "_suite_plugin.py")
+    with open(path) as f:
+        plugin = f.read()
+    with open(path, "w") as f:
+        f.write(plugin.replace("assert importlib.util.find_spec('mxcompat') is None", ""))
+    got = mxnet_suite.run_file(
+        sys.executable, run_dir, "reference", str(unittest), "test_slow", 120, 300, budget=8
+    )
+    # test_b is where the budget ended; test_c is not run (no new process for it).
+    assert {t.split("::")[1]: r["outcome"] for t, r in got.items()} == {
+        "test_a": "passed",
+        "test_b": "unfinished",
+    }
+    assert got["test_slow.py::test_b"]["message"] == (
+        "the file's time budget (8 s) ended in this test"
     )

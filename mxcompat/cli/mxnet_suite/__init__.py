@@ -16,7 +16,11 @@ this machine and the outcome of every test is compared by id:
 Usage (``docs/mxnet-suite.md``)::
 
     python -m mxcompat.cli.mxnet_suite --mxnet-src /path/to/mxnet.git [--release all]
-        [--subset quick|full] [--files test_io,test_metric] [--json out.json]
+        [--subset quick|required|others|full] [--files test_io,test_metric] [--json out.json]
+    python -m mxcompat.cli.mxnet_suite --report a.json b.json   # the README's table of runs
+
+``full`` is every test file of the tag: REQUIRED to their end, every other file within a time
+budget (``--budget`` seconds per side; judged on the tests both sides finished).
 
 ``--mxnet-src`` (or ``MXCOMPAT_MXNET_SRC``) is a git directory of apache/mxnet (bare or not)
 with the tags, or, for one release, a folder holding that release's ``tests/python``.  The
@@ -37,7 +41,8 @@ import time
 from .. import envs
 from . import releases
 from .plugins import _PLUGIN, _TEST_STANDINS
-from .releases import DESELECT, FULL, QUICK  # noqa: F401
+from .releases import DESELECT, QUICK, REQUIRED, SUBSETS  # noqa: F401
+from .report import UNFINISHED, _passed, compare, markdown, merge, over_budget  # noqa: F401
 from .stacks import (  # noqa: F401
     CACHE_ENV,
     SetupError,
@@ -52,7 +57,6 @@ from .stacks import (  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC_ENV = "MXCOMPAT_MXNET_SRC"
-SUBSETS = ("quick", "full")
 
 
 def _read_records(path):
@@ -71,16 +75,20 @@ def _read_records(path):
     return started, done
 
 
-def run_file(python, run_dir, side, unittest, file, timeout, file_timeout, ids=None, tag=""):
+def run_file(
+    python, run_dir, side, unittest, file, timeout, file_timeout, ids=None, tag="", budget=None
+):
     """Run one test file (or only ``ids`` of it) on one side, ``{test id: record}``.
 
     A process that dies (a crash, a hang past the file's bound) is run again without the tests
-    already done, the one it died in recorded as ``crashed``: one crash loses one test."""
+    already done, the one it died in recorded as ``crashed``: one crash loses one test.  With a
+    ``budget`` (seconds) the file stops when it is spent: the test it ended in is recorded as
+    ``unfinished``, and the tests after it are not run."""
     side_dir = os.path.join(run_dir, side)
     record = os.path.join(side_dir, file + tag + ".jsonl")
     skip_path = os.path.join(side_dir, file + ".skip.json")
     done = {}
-    deadline = time.time() + file_timeout
+    deadline = time.time() + (budget or file_timeout)
     env = _side_env(run_dir, side, file)
     env["SUITE_RECORD"] = record
     for attempt in range(50):
@@ -126,6 +134,15 @@ def run_file(python, run_dir, side, unittest, file, timeout, file_timeout, ids=N
         lost = [t for t in started if t not in done]
         if rc in (0, 1, 5) or not lost:
             break
+        if budget and rc == "timeout":
+            for t in lost:
+                done[t] = {
+                    "id": t,
+                    "outcome": UNFINISHED,
+                    "when": "call",
+                    "message": "the file's time budget (%d s) ended in this test" % budget,
+                }
+            break
         for t in lost:
             done[t] = {
                 "id": t,
@@ -139,16 +156,12 @@ def run_file(python, run_dir, side, unittest, file, timeout, file_timeout, ids=N
     return done
 
 
-def _passed(record):
-    return record is not None and record["outcome"] in ("passed", "xpassed")
-
-
 def retry_flaky(python, run_dir, unittest, file, results, others, timeout):
     """Run once more, in a new process, the reference's failures that pass on the candidate
     (a timeout under load, a DataLoader worker's fork crash); a pass then is kept, marked
     ``flaky`` with the first outcome."""
     ids = [t for t, r in results.items() if not _passed(r) and _passed(others.get(t))]
-    ids = [t for t in ids if results[t]["outcome"] not in ("skipped", "xfailed")]
+    ids = [t for t in ids if results[t]["outcome"] not in ("skipped", "xfailed", UNFINISHED)]
     if not ids:
         return
     again = run_file(
@@ -158,87 +171,6 @@ def retry_flaky(python, run_dir, unittest, file, results, others, timeout):
         r = again.get(t)
         if _passed(r):
             results[t] = dict(r, flaky=results[t]["outcome"] + ": " + results[t].get("message", ""))
-
-
-def _summary(results):
-    counts = {"passed": 0, "failed": 0, "skipped": 0}
-    for r in results.values():
-        o = r["outcome"]
-        key = (
-            "passed"
-            if o in ("passed", "xpassed")
-            else "skipped"
-            if o in ("skipped", "xfailed")
-            else "failed"
-        )
-        counts[key] += 1
-    return counts
-
-
-def compare(per_file, allowed=None):
-    """Lines of the comparison, the differences and the regressions (a reference pass that is
-    no pass on the candidate, unless ``allowed`` {id: reason} lists it), and the totals."""
-    allowed = allowed or {}
-    lines, differences, regressions = [], [], []
-    head = "%-26s %22s   %22s" % ("file", "reference p/f/s", "candidate p/f/s")
-    lines += [head, "-" * len(head)]
-    totals = {"reference": [0, 0, 0], "candidate": [0, 0, 0]}
-    for file, sides in per_file.items():
-        cells = []
-        for side in ("reference", "candidate"):
-            c = _summary(sides[side])
-            for i, k in enumerate(("passed", "failed", "skipped")):
-                totals[side][i] += c[k]
-            cells.append("%d/%d/%d" % (c["passed"], c["failed"], c["skipped"]))
-        lines.append("%-26s %22s   %22s" % (file, cells[0], cells[1]))
-        ref, cand = sides["reference"], sides["candidate"]
-        for tid in sorted(set(ref) | set(cand)):
-            a = ref.get(tid, {"outcome": "absent", "message": ""})
-            b = cand.get(tid, {"outcome": "absent", "message": ""})
-            if a["outcome"] == b["outcome"]:
-                continue
-            regression = a["outcome"] == "passed" and b["outcome"] != "passed"
-            differences.append(
-                {
-                    "id": tid,
-                    "reference": a,
-                    "candidate": b,
-                    "regression": regression,
-                    "numpy_change": tid in allowed,
-                }
-            )
-            if regression and tid not in allowed:
-                regressions.append(tid)
-    lines.append(
-        "%-26s %22s   %22s"
-        % (
-            "total",
-            "/".join(map(str, totals["reference"])),
-            "/".join(map(str, totals["candidate"])),
-        )
-    )
-    if differences:
-        lines += ["", "tests whose outcome differs (reference -> candidate):"]
-        for d in differences:
-            tag = " [NumPy's change: %s]" % allowed[d["id"]] if d["numpy_change"] else ""
-            lines.append(
-                "  %s: %s -> %s%s"
-                % (d["id"], d["reference"]["outcome"], d["candidate"]["outcome"], tag)
-            )
-            for side in ("reference", "candidate"):
-                msg = d[side].get("message")
-                if msg and d[side]["outcome"] != "passed":
-                    lines.append("      %s: %s" % (side, msg))
-    flaky = [
-        (tid, r["flaky"])
-        for sides in per_file.values()
-        for tid, r in sorted(sides["reference"].items())
-        if r.get("flaky")
-    ]
-    if flaky:
-        lines += ["", "flaky on the reference (failed, then passed when run again):"]
-        lines += ["  %s: first %s" % f for f in flaky]
-    return lines, differences, regressions, totals
 
 
 def _write_plugins(run_dir, pythons):
@@ -266,11 +198,32 @@ def _deselected(run_dir, files):
     return ids
 
 
+def _standins(run_dir, files):
+    """{"side file": "what"} of the stand-ins that served a test file (recorded as they did)."""
+    out = {}
+    for side in ("reference", "candidate"):
+        for file in files:
+            path = os.path.join(run_dir, side, file + ".jsonl.standins")
+            if os.path.exists(path):
+                with open(path) as f:
+                    out["%s %s" % (side, file)] = ", ".join(sorted({x.strip() for x in f}))
+    return out
+
+
 def run_release(release, src, files, args, run_dir):
-    """Compare one release; its result as a dict (``row`` is the README's line)."""
+    """Compare one release's ``files`` (None: ``args.subset`` of its tag); its result as a
+    dict (``report.row`` makes the README's line of it)."""
     start = time.time()
     allowed = releases.ALLOWED.get(release.tag, {})
-    unittest = extract(src, run_dir, release.tag)
+    # Each side its own copy of the files: tests write into their folder (test_profiler's
+    # profile.json), and the two sides run at once.
+    trees = {
+        side: extract(src, os.path.join(run_dir, "tree-" + side), release.tag)
+        for side in ("reference", "candidate")
+    }
+    unittest = trees["reference"]
+    if files is None:
+        files = releases.files_of(unittest, args.subset, release.quick)
     present = [f for f in files if os.path.exists(os.path.join(unittest, f + ".py"))]
     if args.files:
         missing = sorted(set(files) - set(present))
@@ -294,7 +247,16 @@ def run_release(release, src, files, args, run_dir):
             t0 = time.time()
             futures = {
                 side: pool.submit(
-                    run_file, python, run_dir, side, unittest, file, args.timeout, args.file_timeout
+                    run_file,
+                    python,
+                    run_dir,
+                    side,
+                    trees[side],
+                    file,
+                    args.timeout,
+                    args.file_timeout,
+                    # REQUIRED files run to their end; every other file within the budget.
+                    budget=None if file in REQUIRED else args.budget,
                 )
                 for side, python in pythons.items()
             }
@@ -319,15 +281,11 @@ def run_release(release, src, files, args, run_dir):
         print("not run (network):")
         for tid in deselected:
             print("  %s: %s" % (tid, DESELECT[tid]))
-    standins = sorted(
-        f
-        for f in present
-        if os.path.exists(os.path.join(run_dir, "candidate", f + ".jsonl.standins"))
-    )
+    standins = _standins(run_dir, present)
     if standins:
         print(
-            "stand-in for the test files' own `from distutils.version import LooseVersion` "
-            "(looseversion; nothing else served distutils): %s" % ", ".join(standins)
+            "stand-ins the test files (not MXNet) needed: %s"
+            % "; ".join("%s: %s" % item for item in sorted(standins.items()))
         )
     elapsed = time.time() - start
     used = sorted(d["id"] for d in differences if d["numpy_change"])
@@ -338,7 +296,6 @@ def run_release(release, src, files, args, run_dir):
     )
     print()
     sys.stdout.flush()
-    n = sum(len(s["reference"]) for s in per_file.values())
     return {
         "release": release.tag,
         "files": present,
@@ -350,17 +307,6 @@ def run_release(release, src, files, args, run_dir):
         "versions": versions,
         "elapsed_s": round(elapsed),
         "standins": standins,
-        "row": "| %s | %d | %d / %d | %d / %d | %s | %d min |"
-        % (
-            release.tag,
-            len(present),
-            totals["reference"][0],
-            n,
-            totals["candidate"][0],
-            sum(len(s["candidate"]) for s in per_file.values()),
-            ", ".join("`%s`" % t for t in used) or "none",
-            round(elapsed / 60),
-        ),
     }
 
 
@@ -388,9 +334,31 @@ def main(argv=None):
     parser.add_argument("--files", help="comma-separated test files instead of a subset")
     parser.add_argument("--json", help="write every outcome of both sides here")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per test")
-    parser.add_argument("--file-timeout", type=int, default=2400, help="seconds per file and side")
+    parser.add_argument(
+        "--file-timeout", type=int, default=2400, help="seconds per REQUIRED file and side"
+    )
+    parser.add_argument(
+        "--budget",
+        type=int,
+        default=120,
+        help="seconds per other file and side; a file judged on the tests both sides finished",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the run folders")
+    parser.add_argument(
+        "--report",
+        nargs="+",
+        metavar="JSON",
+        help="run nothing: print the README table and the manual's sections of these runs' "
+        "--json files (several runs of one release make one row)",
+    )
     args = parser.parse_args(argv)
+    if args.report:
+        results = []
+        for path in args.report:
+            with open(path) as f:
+                results += json.load(f)
+        print(markdown(results), end="")
+        return 0
     if not args.mxnet_src:
         parser.error("no --mxnet-src and no $%s" % SRC_ENV)
     try:
@@ -406,7 +374,7 @@ def main(argv=None):
         if args.files:
             files = [f[:-3] if f.endswith(".py") else f for f in args.files.split(",")]
         else:
-            files = list(release.quick if args.subset == "quick" else FULL)
+            files = None
         run_dir = tempfile.mkdtemp(prefix="mxcompat-suite-%s-" % release.tag)
         try:
             result = run_release(release, args.mxnet_src, files, args, run_dir)
@@ -424,7 +392,5 @@ def main(argv=None):
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=1)
-    print("release | files | reference passed / run | candidate passed / run | allowed | time")
-    for r in results:
-        print(r.get("row") or "| %s | could not be run: %s |" % (r["release"], r["error"][:200]))
+    print(markdown(results), end="")
     return status

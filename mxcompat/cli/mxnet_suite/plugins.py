@@ -3,8 +3,23 @@ plugin that records every test's outcome, the pytest.ini of the extracted unitte
 the stand-ins the release's test files (never MXNet) need on the candidate's Python."""
 
 _PLUGIN = r"""
-import json, os
+import json, os, time
 %(first)s
+
+
+# A stand-in the test FILES need, on either side: 1.3-1.6's test_profiler.py calls
+# time.clock(), which Python 3.8 removed (MXNet itself never calls it).  Served only to a
+# lookup that finds nothing, and recorded when it serves.
+def _time_getattr(name):
+    if name != "clock":
+        raise AttributeError("module 'time' has no attribute %%r" %% name)
+    with open(os.environ["SUITE_RECORD"] + ".standins", "a") as f:
+        f.write("time.clock\n")
+    return time.perf_counter
+
+
+if not hasattr(time, "clock"):
+    time.__getattr__ = _time_getattr
 _out = open(os.environ["SUITE_RECORD"], "a")
 _skip = set(json.load(open(os.environ["SUITE_SKIP_IDS"])))
 
@@ -70,7 +85,9 @@ markers =
 
 
 # A stand-in the test FILES need on Python 3.12+, never MXNet: test_ndarray.py (every release)
-# does `from distutils.version import LooseVersion` after `import mxnet`.  It serves only an
+# does `from distutils.version import LooseVersion` after `import mxnet`, and 1.6+'s
+# test_numpy_op.py / test_numpy_interoperability.py `from distutils.version import
+# StrictVersion` before it (where mxcompat, by design, serves nothing yet).  It serves only an
 # import made by a test file (the folder pytest runs in), and only when no other finder
 # (mxcompat's, for MXNet 1.6+'s own import of distutils) has the module; the run says where
 # it served.
@@ -103,7 +120,12 @@ class _TestFilesDistutils(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             module.__path__ = []
         else:
             from looseversion import LooseVersion
+
+            # distutils' StrictVersion as mxcompat serves it to MXNet (test_numpy_op.py and
+            # test_numpy_interoperability.py import it above their `import mxnet`).
+            from mxcompat.patches.distutils import StrictVersion
             module.LooseVersion = LooseVersion
+            module.StrictVersion = StrictVersion
             with open(os.environ["SUITE_RECORD"] + ".standins", "a") as f:
                 f.write("distutils.version\n")
         return module

@@ -46,10 +46,12 @@ def _mxcompat_source():
 def reference_python(release):
     row = release.row
     name = "reference-mxnet-%s-py%s-%s" % (row.mxnet, release.reference_python, row.numpy)
+    if release.reference_science != releases.SCIENCE:
+        name += "-" + release.reference_science[0].replace("<", "-below-")
     steps = [
         ["--no-deps", "mxnet==" + row.mxnet],
         [row.numpy] + list(releases.MXNET_EXTRAS) + list(release.reference_tools),
-        ["--only-binary", ":all:", row.numpy] + list(releases.SCIENCE),
+        ["--only-binary", ":all:", row.numpy] + list(release.reference_science),
     ]
     return envs.cached(cache_dir(), envs.safe_name(name), release.reference_python, steps)
 

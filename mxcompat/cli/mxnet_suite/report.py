@@ -1,0 +1,284 @@
+"""The verdict of a run: both sides' outcomes compared by test id, and the same results as the
+README's row and the manual's section of each release.  Works on the runner's JSON as well, so
+several runs of one release (its REQUIRED files, then the others) make one row."""
+
+from . import releases
+
+FINAL = ("passed", "xpassed", "failed", "error", "skipped", "xfailed", "crashed")
+# The test a file's time budget ended in: no outcome, and neither are the tests after it.
+UNFINISHED = "unfinished"
+
+
+def _passed(record):
+    return record is not None and record["outcome"] in ("passed", "xpassed")
+
+
+def _summary(results):
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    for r in results.values():
+        o = r["outcome"]
+        key = (
+            "passed"
+            if o in ("passed", "xpassed")
+            else "skipped"
+            if o in ("skipped", "xfailed")
+            else "failed"
+        )
+        counts[key] += 1
+    return counts
+
+
+def judged(sides):
+    """The two sides of one file as judged: all of it, or, when its time budget ended on a
+    side, the tests both sides finished (a test one side did not reach is no difference)."""
+    ref, cand = sides["reference"], sides["candidate"]
+    cut = any(r["outcome"] == UNFINISHED for side in (ref, cand) for r in side.values())
+    if not cut:
+        return ref, cand, False
+    both = [
+        t
+        for t in ref
+        if ref[t]["outcome"] != UNFINISHED
+        and cand.get(t, {}).get("outcome", UNFINISHED) != UNFINISHED
+    ]
+    return {t: ref[t] for t in both}, {t: cand[t] for t in both}, True
+
+
+def over_budget(per_file):
+    """{file: tests judged} of the files whose time budget ended on either side."""
+    out = {}
+    for file, sides in per_file.items():
+        ref, _, cut = judged(sides)
+        if cut:
+            out[file] = len(ref)
+    return out
+
+
+def compare(per_file, allowed=None):
+    """Lines of the comparison, the differences and the regressions (a reference pass that is
+    no pass on the candidate, unless ``allowed`` {id: reason} lists it), and the totals."""
+    allowed = allowed or {}
+    lines, differences, regressions = [], [], []
+    head = "%-26s %22s   %22s" % ("file", "reference p/f/s", "candidate p/f/s")
+    lines += [head, "-" * len(head)]
+    totals = {"reference": [0, 0, 0], "candidate": [0, 0, 0]}
+    for file, sides in per_file.items():
+        ref, cand, cut = judged(sides)
+        cells = []
+        for side, results in (("reference", ref), ("candidate", cand)):
+            c = _summary(results)
+            for i, k in enumerate(("passed", "failed", "skipped")):
+                totals[side][i] += c[k]
+            cells.append("%d/%d/%d" % (c["passed"], c["failed"], c["skipped"]))
+        lines.append(
+            "%-26s %22s   %22s%s" % (file, cells[0], cells[1], "  (budget ended)" if cut else "")
+        )
+        for tid in sorted(set(ref) | set(cand)):
+            a = ref.get(tid, {"outcome": "absent", "message": ""})
+            b = cand.get(tid, {"outcome": "absent", "message": ""})
+            if a["outcome"] == b["outcome"]:
+                continue
+            regression = a["outcome"] == "passed" and b["outcome"] != "passed"
+            differences.append(
+                {
+                    "id": tid,
+                    "reference": a,
+                    "candidate": b,
+                    "regression": regression,
+                    "numpy_change": tid in allowed,
+                }
+            )
+            if regression and tid not in allowed:
+                regressions.append(tid)
+    lines.append(
+        "%-26s %22s   %22s"
+        % (
+            "total",
+            "/".join(map(str, totals["reference"])),
+            "/".join(map(str, totals["candidate"])),
+        )
+    )
+    if differences:
+        lines += ["", "tests whose outcome differs (reference -> candidate):"]
+        for d in differences:
+            tag = " [NumPy's change: %s]" % (allowed[d["id"]],) if d["numpy_change"] else ""
+            lines.append(
+                "  %s: %s -> %s%s"
+                % (d["id"], d["reference"]["outcome"], d["candidate"]["outcome"], tag)
+            )
+            for side in ("reference", "candidate"):
+                msg = d[side].get("message")
+                if msg and d[side]["outcome"] != "passed":
+                    lines.append("      %s: %s" % (side, msg))
+    flaky = [
+        (tid, r["flaky"])
+        for sides in per_file.values()
+        for tid, r in sorted(sides["reference"].items())
+        if r.get("flaky")
+    ]
+    if flaky:
+        lines += ["", "flaky on the reference (failed, then passed when run again):"]
+        lines += ["  %s: first %s" % f for f in flaky]
+    return lines, differences, regressions, totals
+
+
+def merge(results):
+    """One result per release from several runs' results (a later run's file replaces an
+    earlier one's); a run that could not be made is kept as it is."""
+    merged = {}
+    for r in results:
+        if "per_file" not in r:
+            merged.setdefault(r["release"], r)
+            continue
+        m = merged.get(r["release"])
+        if m is None or "per_file" not in m:
+            merged[r["release"]] = dict(r, per_file=dict(r["per_file"]), runs=1)
+            continue
+        m["per_file"].update(r["per_file"])
+        m["files"] = list(m["per_file"])
+        m["elapsed_s"] += r["elapsed_s"]
+        m["standins"] = _standins(m.get("standins")) | _standins(r.get("standins"))
+        m["runs"] += 1
+    order = [rel.tag for rel in releases.RELEASES]
+    return [merged[t] for t in sorted(merged, key=lambda t: order.index(t) if t in order else 99)]
+
+
+def _judge(result):
+    allowed = releases.ALLOWED.get(result["release"], {})
+    lines, differences, regressions, totals = compare(result["per_file"], allowed)
+    return allowed, lines, differences, regressions, totals
+
+
+def row(result):
+    """The README's line of one release."""
+    if "per_file" not in result:
+        return "| %s | could not be run: %s | | | | |" % (result["release"], result["error"][:200])
+    allowed, _, differences, _, totals = _judge(result)
+    runs = {
+        side: sum(len(judged(s)[i]) for s in result["per_file"].values())
+        for i, side in enumerate(("reference", "candidate"))
+    }
+    used = [d["id"] for d in differences if d["numpy_change"]]
+    other = [d for d in differences if not d["numpy_change"]]
+    cut = over_budget(result["per_file"])
+    return "| %s | %d%s | %d / %d · %d / %d | %s | %s | %d min |" % (
+        result["release"],
+        len(result["per_file"]),
+        " (%d to the budget)" % len(cut) if cut else "",
+        totals["reference"][0],
+        runs["reference"],
+        totals["candidate"][0],
+        runs["candidate"],
+        ", ".join(
+            "`%s` (%s, %s)" % (t.split("::")[-1], allowed[t].change.split(" (")[0], allowed[t].line)
+            for t in used
+        )
+        or "none",
+        "; ".join(
+            "`%s` %s → %s" % (d["id"], d["reference"]["outcome"], d["candidate"]["outcome"])
+            for d in other
+        )
+        or "none",
+        round(result["elapsed_s"] / 60),
+    )
+
+
+def section(result):
+    """The manual's section of one release: stacks, files, and every test that is not a plain
+    pass on both sides."""
+    if "per_file" not in result:
+        return "### MXNet %s\n\ncould not be run: %s\n" % (result["release"], result["error"])
+    _, _, differences, _, totals = _judge(result)
+    per_file = result["per_file"]
+    out = [
+        "### MXNet %s" % result["release"],
+        "",
+        "- reference: Python %s" % result["versions"]["reference"],
+        "- candidate: Python %s" % result["versions"]["candidate"],
+        "- files (%d): %s" % (len(per_file), ", ".join(per_file)),
+        "- passed/failed/skipped: reference %s, candidate %s; %d s in %d run(s)"
+        % (
+            "/".join(map(str, totals["reference"])),
+            "/".join(map(str, totals["candidate"])),
+            result["elapsed_s"],
+            result.get("runs", 1),
+        ),
+    ]
+    cut = over_budget(per_file)
+    if cut:
+        out.append(
+            "- time budget ended (judged on the tests both sides finished): "
+            + ", ".join("%s (%d tests)" % item for item in sorted(cut.items()))
+        )
+    both = sorted(
+        tid
+        for s in per_file.values()
+        for tid, x in judged(s)[0].items()
+        if not _passed(x)
+        and x["outcome"] not in ("skipped", "xfailed")
+        and s["candidate"].get(tid, {}).get("outcome") == x["outcome"]
+    )
+    out.append("- failing the same way on both sides: " + (", ".join(map(_code, both)) or "none"))
+    flaky = sorted(
+        "%s (first: %s)" % (_code(tid), x["flaky"][:100].replace("|", "\\|"))
+        for s in per_file.values()
+        for tid, x in s["reference"].items()
+        if x.get("flaky")
+    )
+    out.append("- flaky on the reference (passed when run again): " + (", ".join(flaky) or "none"))
+    crashed = sorted(
+        "%s (%s)" % (_code(tid), side)
+        for s in per_file.values()
+        for side, records in s.items()
+        for tid, x in records.items()
+        if x["outcome"] == "crashed"
+    )
+    out.append("- crashed or hung (the file resumed without it): " + (", ".join(crashed) or "none"))
+    for d in differences:
+        msg = d["candidate"].get("message") or d["reference"].get("message") or ""
+        out.append(
+            "- differs: %s %s → %s%s: %s"
+            % (
+                _code(d["id"]),
+                d["reference"]["outcome"],
+                d["candidate"]["outcome"],
+                " (allowed: NumPy's change)" if d["numpy_change"] else "",
+                msg[:160].replace("|", "\\|"),
+            )
+        )
+    standins = _standins(result.get("standins"))
+    if standins:
+        out.append("- stand-ins the test files needed: " + "; ".join(sorted(standins)))
+    return "\n".join(out) + "\n"
+
+
+def _standins(recorded):
+    """The stand-ins of a result as a set of lines; a list of candidate files in older runs."""
+    if not recorded:
+        return set()
+    if isinstance(recorded, set):
+        return recorded
+    if isinstance(recorded, dict):
+        return {"%s: %s" % item for item in recorded.items()}
+    return {"candidate %s: distutils.version" % f for f in recorded}
+
+
+def _code(text):
+    return "`%s`" % text
+
+
+ROW_HEAD = (
+    "| release | files | passed / run: reference · candidate "
+    "| allowed differences (NumPy change, test line) | other differences | time |\n"
+    "|---|---|---|---|---|---|"
+)
+
+
+def markdown(results):
+    """The README's table and the manual's sections of ``results`` (merged per release)."""
+    merged = merge(results)
+    return (
+        "\n".join([ROW_HEAD] + [row(r) for r in merged])
+        + "\n\n"
+        + "\n".join(section(r) for r in merged)
+    )
