@@ -74,6 +74,9 @@ def applicable_patches():
         # A Pool-based DataLoader (1.4+) is retired without terminate().
         "dataloader_teardown": _compat.since(_compat.DATALOADER_WORKER_POOL),
         # A dist Trainer's broadcast races its first pushpull from 1.7 only.
+        # mxnet.test_utils' chisquare, where SciPy (imported by `import mxnet`) checks sums.
+        "scipy_chisquare": getattr(mx.test_utils, "ss", None) is not None
+        and _compat.scipy_since(_compat.SCIPY_CHISQUARE_SUM_CHECK),
     }
     return tuple(n for n in mxcompat.patch_names() if conditional.get(n, True))
 

@@ -23,6 +23,7 @@ ORDER = (
     "onnx",
     "trainer_kvstore_init",
     "dataloader_teardown",
+    "scipy_chisquare",
     "python_oo",
 )
 

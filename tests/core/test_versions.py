@@ -17,7 +17,7 @@ README = os.path.join(ROOT, "README.md")
 # What tox adds for mxcompat's own tests: the test tools (pytest-xdist: `-n 2` in
 # test_strict_warnings; hypothesis: the bad-input properties; pytest-timeout: the MXNet-suite
 # runner's crash test), uv (test_matrix), onnx and onnxruntime (mxcompat's onnx extra), libcst
-# (the scan extra).
+# (the scan extra), SciPy (the scipy_chisquare patch's tests).
 TEST_ONLY = {
     "pytest>=6",
     "pytest-xdist",
@@ -30,6 +30,10 @@ TEST_ONLY = {
     "onnx",
     "onnxruntime",
     "libcst",
+    # mx.test_utils' chi-square checks (tests/patches/test_scipy_chisquare.py).
+    "scipy==1.5.4",
+    "scipy==1.14.1",
+    "scipy",
 }
 # tox envs that are a combination plus one factor testing mxcompat itself (the wrapt floor).
 VARIANT_FACTORS = {"wrapt114": {"wrapt==1.14.1"}}
