@@ -330,3 +330,33 @@ def test_a_file_stops_when_its_budget_is_spent(tmp_path):
     assert got["test_slow.py::test_b"]["message"] == (
         "the file's time budget (8 s) ended in this test"
     )
+
+
+def test_a_failure_of_the_references_own_stack_is_said_so_in_the_row():
+    tid = sorted(releases.REFERENCE_STACK["1.9.1"])[0]
+    file = tid.split(".py::")[0]
+    result = _result(
+        "1.9.1",
+        {
+            file: {
+                "reference": {
+                    tid: _rec("failed", "ValueError: sums"),
+                    file + ".py::x": _rec("passed"),
+                },
+                "candidate": {tid: _rec("passed"), file + ".py::x": _rec("failed", "E")},
+            }
+        },
+        60,
+    )
+    row = report.row(result)
+    cause = releases.REFERENCE_STACK["1.9.1"][tid][0]
+    assert row.endswith(
+        "| none | `%s.py::x` passed → failed; 1 that fail on the reference's own stack pass "
+        "here (%s) | 1 min |" % (file, cause)
+    )
+    assert "(fails on the reference's own stack: %s)" % releases.REFERENCE_STACK["1.9.1"][tid][
+        1
+    ] in report.section(result)
+    # The same outcome on another release is an unexplained difference.
+    other = dict(result, release="1.8.0")
+    assert "`%s` failed → passed" % tid in report.row(other)
