@@ -207,7 +207,7 @@ def test_several_runs_of_a_release_make_one_row():
     (merged,) = report.merge([first, second])
     assert list(merged["per_file"]) == ["test_metric", "test_io", "test_random"]
     assert report.row(merged) == (
-        "| 1.3.1 | 3 | 3 / 4 · 3 / 4 | `test_acc` (NEP 50, test_metric.py:55) "
+        "| 1.3.1 | 3 | 3 / 4 · 3 / 4 | NEP 50: `test_acc` (test_metric.py:55) "
         "| `test_random.py::a` failed → passed | 5 min |"
     )
     text = report.markdown([first, second])
@@ -360,3 +360,22 @@ def test_a_failure_of_the_references_own_stack_is_said_so_in_the_row():
     # The same outcome on another release is an unexplained difference.
     other = dict(result, release="1.8.0")
     assert "`%s` failed → passed" % tid in report.row(other)
+
+
+def test_a_row_names_six_other_differences_and_counts_the_rest():
+    ids = ["test_x.py::t%d" % i for i in range(8)]
+    result = _result(
+        "1.5.1",
+        {
+            "test_x": {
+                "reference": {t: _rec("passed") for t in ids},
+                "candidate": {t: _rec("failed", "E") for t in ids},
+            }
+        },
+        0,
+    )
+    cell = report.row(result).split(" | ")[-2]
+    assert cell == "; ".join(
+        ["`%s` passed → failed" % t for t in ids[:6]] + ["and 2 more (the manual's section)"]
+    )
+    assert all("- differs: `%s` passed → failed" % t in report.section(result) for t in ids)

@@ -121,6 +121,13 @@ class Allowed(namedtuple("Allowed", "change line code why")):
     def __str__(self):
         return "%s: the test's own %s (%s) %s" % (self.change, self.line, self.code, self.why)
 
+    @property
+    def short(self):
+        """The change in two words, for the README's row: ``NEP 50``, ``NumPy 2.4``."""
+        if "NEP 50" in self.change:
+            return "NEP 50"
+        return re.match(r"NumPy \d+\.\d+", self.change).group(0)
+
 
 _NEP50 = (
     "NEP 50 (NumPy 2.0 release notes, 'NEP 50 promotion state')",
