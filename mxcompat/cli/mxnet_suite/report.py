@@ -132,13 +132,21 @@ def merge(results):
             continue
         m = merged.get(r["release"])
         if m is None or "per_file" not in m:
-            merged[r["release"]] = dict(r, per_file=dict(r["per_file"]), runs=1)
+            merged[r["release"]] = dict(
+                r,
+                per_file=dict(r["per_file"]),
+                runs=1,
+                stacks={side: [text] for side, text in r["versions"].items()},
+            )
             continue
         m["per_file"].update(r["per_file"])
         m["files"] = list(m["per_file"])
         m["elapsed_s"] += r["elapsed_s"]
         m["standins"] = _standins(m.get("standins")) | _standins(r.get("standins"))
         m["runs"] += 1
+        for side, text in r["versions"].items():
+            if text not in m["stacks"][side]:
+                m["stacks"][side].append(text)
     order = [rel.tag for rel in releases.RELEASES]
     return [merged[t] for t in sorted(merged, key=lambda t: order.index(t) if t in order else 99)]
 
@@ -207,8 +215,8 @@ def section(result):
     out = [
         "### MXNet %s" % result["release"],
         "",
-        "- reference: Python %s" % result["versions"]["reference"],
-        "- candidate: Python %s" % result["versions"]["candidate"],
+        "- reference: Python %s" % _stacks(result, "reference"),
+        "- candidate: Python %s" % _stacks(result, "candidate"),
         "- files (%d): %s" % (len(per_file), ", ".join(per_file)),
         "- passed/failed/skipped: reference %s, candidate %s; %d s in %d run(s)"
         % (
@@ -302,6 +310,12 @@ def _fixed_here(difference, stack):
         and difference["reference"]["outcome"] != "passed"
         and difference["candidate"]["outcome"] == "passed"
     )
+
+
+def _stacks(result, side):
+    """One side's versions; those of later runs too where they differ (a rebuilt env)."""
+    stacks = result.get("stacks", {}).get(side) or [result["versions"][side]]
+    return stacks[0] + "".join("; in a later run: %s" % text for text in stacks[1:])
 
 
 def _code(text):
