@@ -35,6 +35,7 @@ same, so a build that imports it later gets it then.  ``unpatch("scipy_chisquare
 
 import collections
 import sys
+import types
 
 import wrapt
 
@@ -54,7 +55,8 @@ TEST_UTILS = "mxnet.test_utils"
 ChisquareResult = collections.namedtuple("ChisquareResult", "statistic pvalue")
 
 _on = False  # set while the patch is applied: a late import of test_utils asks it
-_proxied = []  # the test_utils modules given the proxy (a re-imported one too)
+# The test_utils modules given the proxy (a re-imported one too).
+_proxied: "list[types.ModuleType]" = []
 
 
 def pearson(f_obs, f_exp, ddof=0, axis=0):
