@@ -379,3 +379,27 @@ def test_a_row_names_six_other_differences_and_counts_the_rest():
         ["`%s` passed → failed" % t for t in ids[:6]] + ["and 2 more (the manual's section)"]
     )
     assert all("- differs: `%s` passed → failed" % t in report.section(result) for t in ids)
+
+
+def test_an_id_deselected_after_a_run_is_left_out_of_its_report():
+    tid = "test_gluon_model_zoo.py::test_models"
+    assert tid in releases.DESELECT
+    result = _result(
+        "1.5.1",
+        {
+            "test_gluon_model_zoo": {
+                "reference": {
+                    tid: _rec("failed", "ConnectionError"),
+                    "test_gluon_model_zoo.py::x": _rec("passed"),
+                },
+                "candidate": {
+                    tid: _rec("failed", "ConnectionError"),
+                    "test_gluon_model_zoo.py::x": _rec("passed"),
+                },
+            }
+        },
+        0,
+    )
+    (merged,) = report.merge([result])
+    assert report.row(merged).startswith("| 1.5.1 | 1 | 1 / 1 · 1 / 1 | none | none |")
+    assert "failing the same way on both sides: none" in report.section(merged)

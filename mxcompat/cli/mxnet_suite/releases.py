@@ -105,6 +105,9 @@ DESELECT = {
     "test_gluon.py::test_hybrid_static_memory_recording": _DATA % "a model-zoo ResNet",
     "test_test_utils.py::test_download_successful": "downloads apache/incubator-mxnet's README.md "
     "from raw.githubusercontent.com, and no host but the package registries is reachable",
+    "test_contrib_io.py::test_contrib_DataLoaderIter": _DATA % "MNIST",
+    "test_contrib_text.py::test_download_embed": _DATA % "a pretrained word embedding",
+    "test_gluon_model_zoo.py::test_models": _DATA % "the model zoo's pretrained weights",
 }
 # TestImage's images come from its nose-style setupClass, which downloads them (and which
 # pytest does not call): these fail on both sides for want of the images.

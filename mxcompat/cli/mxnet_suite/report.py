@@ -126,6 +126,7 @@ def merge(results):
     """One result per release from several runs' results (a later run's file replaces an
     earlier one's); a run that could not be made is kept as it is."""
     merged = {}
+    results = [_without_deselected(r) for r in results]
     for r in results:
         if "per_file" not in r:
             merged.setdefault(r["release"], r)
@@ -149,6 +150,20 @@ def merge(results):
                 m["stacks"][side].append(text)
     order = [rel.tag for rel in releases.RELEASES]
     return [merged[t] for t in sorted(merged, key=lambda t: order.index(t) if t in order else 99)]
+
+
+def _without_deselected(result):
+    """A run's result without the ids ``DESELECT`` now lists (one listed after the run)."""
+    if "per_file" not in result:
+        return result
+    per_file = {
+        file: {
+            side: {t: r for t, r in records.items() if t not in releases.DESELECT}
+            for side, records in sides.items()
+        }
+        for file, sides in result["per_file"].items()
+    }
+    return dict(result, per_file=per_file)
 
 
 def _judge(result):
