@@ -266,27 +266,36 @@ def test_each_allowed_line_is_in_its_tag_and_each_deselected_file_in_a_tag():
         assert tid.split("::")[0] in files, tid
 
 
+def _one_file_run(tmp_path, name, text):
+    """A unittest folder holding one test file, and a run folder with the reference's plugin."""
+    unittest = tmp_path / "unittest"
+    unittest.mkdir()
+    (unittest / (name + ".py")).write_text(text)
+    run_dir = str(tmp_path / "run")
+    mxnet_suite._write_plugins(run_dir, ["reference"])
+    path = os.path.join(run_dir, "reference", "_suite_plugin.py")
+    with open(path) as f:
+        plugin = f.read()
+    # This env has mxcompat; the plugin's guard that the reference never sees it is not the
+    # subject here.
+    with open(path, "w") as f:
+        f.write(plugin.replace("assert importlib.util.find_spec('mxcompat') is None", ""))
+    return unittest, run_dir
+
+
 def test_a_crash_loses_one_test_and_the_file_resumes_in_a_new_process(tmp_path):
     # The real runner on a real pytest: the second test kills its process (as a SIGFPE in
     # MXNet's C++ code would); the third still runs, in the next process.
     pytest.importorskip("pytest_timeout")
-    unittest = tmp_path / "unittest"
-    unittest.mkdir()
-    (unittest / "test_crash.py").write_text(
+    unittest, run_dir = _one_file_run(
+        tmp_path,
+        "test_crash",
         "import os\n\n"
         "def test_a():\n    pass\n\n"
         "def test_b():\n    os._exit(3)\n\n"
         "def test_c():\n    assert 1 == 2\n\n"
-        "def test_d():\n    pass\n"
+        "def test_d():\n    pass\n",
     )
-    run_dir = str(tmp_path / "run")
-    mxnet_suite._write_plugins(run_dir, ["reference"])
-    with open(os.path.join(run_dir, "reference", "_suite_plugin.py")) as f:
-        plugin = f.read()
-    # This env has mxcompat; the plugin's guard that the reference never sees it is not the
-    # subject here.
-    with open(os.path.join(run_dir, "reference", "_suite_plugin.py"), "w") as f:
-        f.write(plugin.replace("assert importlib.util.find_spec('mxcompat') is None", ""))
     got = mxnet_suite.run_file(
         sys.executable, run_dir, "reference", str(unittest), "test_crash", 60, 300
     )
@@ -304,21 +313,14 @@ def test_a_crash_loses_one_test_and_the_file_resumes_in_a_new_process(tmp_path):
 
 def test_a_file_stops_when_its_budget_is_spent(tmp_path):
     pytest.importorskip("pytest_timeout")
-    unittest = tmp_path / "unittest"
-    unittest.mkdir()
-    (unittest / "test_slow.py").write_text(
+    unittest, run_dir = _one_file_run(
+        tmp_path,
+        "test_slow",
         "import time\n\n"
         "def test_a():\n    pass\n\n"
         "def test_b():\n    time.sleep(60)\n\n"
-        "def test_c():\n    pass\n"
+        "def test_c():\n    pass\n",
     )
-    run_dir = str(tmp_path / "run")
-    mxnet_suite._write_plugins(run_dir, ["reference"])
-    path = os.path.join(run_dir, "reference", "_suite_plugin.py")
-    with open(path) as f:
-        plugin = f.read()
-    with open(path, "w") as f:
-        f.write(plugin.replace("assert importlib.util.find_spec('mxcompat') is None", ""))
     got = mxnet_suite.run_file(
         sys.executable, run_dir, "reference", str(unittest), "test_slow", 120, 300, budget=8
     )
