@@ -34,7 +34,11 @@ from . import settings
 _lock = _thread.RLock()
 _actions = {}  # patch name -> (action(version), wanted(version)), run before mxnet's code
 _waiting = {}  # module name -> [callback(module)], run once that module has been imported
-_busy = _thread._local()  # re-entrancy guard: an action may import things itself
+# Re-entrancy guard, per thread and per module name: the finders asked for a name's real spec,
+# or mxnet's pre-import actions, may import that same name again.  Only that name is passed
+# through unhooked; another module imported meanwhile (NumPy, imported by the actions while
+# someone waits for it) is still hooked.
+_busy = _thread._local()
 _on_import = None  # mxcompat's loader of its patches (install), called at `import mxnet`
 _before_mxnet = False  # install() ran with mxcompat on: MXNet's import gets the pre-import work
 
@@ -74,9 +78,15 @@ def _initializing(module):
 def _imported(module):
     name = getattr(module, "__name__", None)
     with _lock:
-        callbacks = _waiting.pop(name, ())
-    for callback in callbacks:
-        _call(callback, module)
+        ready = [(module, _waiting.pop(name, ()))]
+        # A module waited for can still come in unhooked (a finder put in front of ours
+        # later loads it itself): whatever has finished loading by now gets its callbacks.
+        for other in [n for n in _waiting if n in sys.modules]:
+            if not _initializing(sys.modules[other]):
+                ready.append((sys.modules[other], _waiting.pop(other)))
+    for loaded, callbacks in ready:
+        for callback in callbacks:
+            _call(callback, loaded)
 
 
 def _call(callback, module):
@@ -106,9 +116,10 @@ class MXNetImportFinder:
         before = fullname == "mxnet" and _before_mxnet
         if not before and fullname not in _waiting:
             return None
-        if getattr(_busy, "on", False):
+        busy = _busy_names()
+        if fullname in busy:
             return None
-        _busy.on = True
+        busy.add(fullname)
         try:
             spec = _real_spec(self, fullname, path, target)
             if before and _is_mxnet(spec):
@@ -122,7 +133,14 @@ class MXNetImportFinder:
             _logger().debug("mxcompat could not look up %s's spec", fullname, exc_info=True)
             return None
         finally:
-            _busy.on = False
+            busy.discard(fullname)
+
+
+def _busy_names():
+    names = getattr(_busy, "names", None)
+    if names is None:
+        names = _busy.names = set()
+    return names
 
 
 def _insert_finder():
@@ -225,7 +243,8 @@ def _load_patches():
 
 
 def _run_guarded(spec):
-    _busy.on = True
+    busy = _busy_names()
+    busy.add("mxnet")
     try:
         run_actions(spec)
     except Exception as exc:  # pylint: disable=broad-except
@@ -236,7 +255,7 @@ def _run_guarded(spec):
             "mxnet is imported without the NumPy/distutils fixes" % (type(exc).__name__, exc),
         )
     finally:
-        _busy.on = False
+        busy.discard("mxnet")
 
 
 def install(on_import=None):

@@ -106,3 +106,57 @@ def test_only_hooks_watches_imports():
             if names - allowed.get(rel, set()):
                 found[rel] = sorted(names)
     assert found == {}
+
+
+def test_a_module_imported_by_mxnets_pre_import_work_still_gets_its_callbacks(python, tmp_path):
+    # As the numpy_names action imports NumPy while a user's opt-in waits for it: the
+    # re-entrancy guard passes only mxnet itself through unhooked, never what the actions
+    # import.
+    write(tmp_path / "mxcompat_inner_probe.py", "VALUE = 7\n")
+    out = python(
+        """
+        import sys
+        sys.path.insert(0, %r)
+        import mxcompat
+        from mxcompat._core import hooks
+        seen = []
+        hooks.when_imported("mxcompat_inner_probe", lambda m: seen.append(m.VALUE))
+        hooks.register("probe", lambda version: __import__("mxcompat_inner_probe"))
+        import mxnet
+        print(seen, "mxcompat_inner_probe" in sys.modules)
+        """
+        % str(tmp_path)
+    ).stdout.splitlines()
+    assert out == ["[7] True"]
+
+
+def test_a_module_loaded_by_a_finder_ahead_of_ours_gets_its_callbacks_at_the_next_hook(
+    python, tmp_path
+):
+    write(tmp_path / "mxcompat_hidden_probe.py", "VALUE = 5\n")
+    write(tmp_path / "mxcompat_next_probe.py", "")
+    out = python(
+        """
+        import sys
+        from importlib.machinery import PathFinder
+        sys.path.insert(0, %r)
+        from mxcompat._core import hooks
+        seen = []
+        hooks.when_imported("mxcompat_hidden_probe", lambda m: seen.append(m.VALUE))
+        hooks.when_imported("mxcompat_next_probe", lambda m: seen.append("next"))
+
+        class Ahead:  # a finder put in front of mxcompat's later, answering for itself
+            def find_spec(self, name, path=None, target=None):
+                if name == "mxcompat_hidden_probe":
+                    return PathFinder.find_spec(name, sys.path)
+                return None
+
+        sys.meta_path.insert(0, Ahead())
+        import mxcompat_hidden_probe
+        before = list(seen)
+        import mxcompat_next_probe
+        print(before, seen)
+        """
+        % str(tmp_path)
+    ).stdout.splitlines()
+    assert out == ["[] ['next', 5]"]
