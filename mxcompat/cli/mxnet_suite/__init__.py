@@ -229,7 +229,10 @@ def run_release(release, src, files, args, run_dir):
         missing = sorted(set(files) - set(present))
         if missing:
             raise SetupError("not in tag %s's tests/python/unittest: %s" % (release.tag, missing))
-    pythons = {"reference": reference_python(release), "candidate": candidate_python(release)}
+    pythons = {
+        "reference": reference_python(release),
+        "candidate": candidate_python(release, args.candidate_python),
+    }
     _write_plugins(run_dir, pythons)
     versions = {s: _versions(p) for s, p in pythons.items()}
     print(
@@ -342,6 +345,12 @@ def main(argv=None):
         type=int,
         default=120,
         help="seconds per other file and side; a file judged on the tests both sides finished",
+    )
+    parser.add_argument(
+        "--candidate-python",
+        default=releases.CANDIDATE_PYTHON,
+        help="the candidate's Python (default %(default)s; 3.14/3.15 run inside the Debian "
+        "unstable root that .ci/newroot makes, the whole runner with them)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the run folders")
     parser.add_argument(

@@ -56,9 +56,9 @@ def reference_python(release):
     return envs.cached(cache_dir(), envs.safe_name(name), release.reference_python, steps)
 
 
-def candidate_python(release):
+def candidate_python(release, python_version=releases.CANDIDATE_PYTHON):
     row = release.row
-    name = "candidate-mxnet-%s-py%s-numpy-latest" % (row.mxnet, releases.CANDIDATE_PYTHON)
+    name = "candidate-mxnet-%s-py%s-numpy-latest" % (row.mxnet, python_version)
     steps = [
         ["--no-deps", "mxnet==" + row.mxnet],
         [releases.CANDIDATE_NUMPY]
@@ -67,7 +67,7 @@ def candidate_python(release):
         + ["wrapt>=1.14", "looseversion>=1.3"],
         ["--only-binary", ":all:", releases.CANDIDATE_NUMPY] + list(releases.SCIENCE),
     ]
-    python = envs.cached(cache_dir(), envs.safe_name(name), releases.CANDIDATE_PYTHON, steps)
+    python = envs.cached(cache_dir(), envs.safe_name(name), python_version, steps)
     uv = envs.find_uv()
     # The newest NumPy on every run (a new one must show here first), then this checkout's
     # mxcompat over whatever the cache holds.
@@ -158,6 +158,10 @@ def _side_env(run_dir, side, file):
             "PYTHONPATH": os.path.join(run_dir, side),
             "SUITE_RECORD": os.path.join(run_dir, side, file + ".jsonl"),
             "SUITE_SKIP_IDS": os.path.join(run_dir, side, file + ".skip.json"),
+            # The reference is MXNet as released: where glibc (2.41+) refuses the executable
+            # stack its library asks for, the loader's own switch gives back the old rule
+            # (older glibcs ignore an unknown tunable).  The candidate gets mxcompat's fix.
+            **({"GLIBC_TUNABLES": "glibc.rtld.execstack=2"} if side == "reference" else {}),
             # Two shared cores: one OpenMP thread per process.
             "OMP_NUM_THREADS": "1",
             "MXNET_SUBGRAPH_VERBOSE": "0",
