@@ -25,6 +25,7 @@ ORDER = (
     "dataloader_teardown",
     "scipy_chisquare",
     "python_oo",
+    "exec_stack",
 )
 
 # Patch name -> its module under mxcompat, for the patches that are a feature's internals;
