@@ -24,8 +24,8 @@ ORDER = (
     "trainer_kvstore_init",
     "dataloader_teardown",
     "scipy_chisquare",
-    "python_oo",
     "exec_stack",
+    "python_oo",
 )
 
 # Patch name -> its module under mxcompat, for the patches that are a feature's internals;

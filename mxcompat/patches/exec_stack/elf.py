@@ -60,7 +60,10 @@ def _locate(f):
 
 
 def stack(path):
-    """What the library at ``path`` asks of the stack: one of the four outcomes above."""
+    """What the library at ``path`` (or an open binary file, e.g. a wheel's member) asks of
+    the stack: one of the four outcomes above."""
+    if hasattr(path, "read"):
+        return _locate(path)[0]
     with open(path, "rb") as f:
         return _locate(f)[0]
 
