@@ -51,7 +51,7 @@ from ..._core import facts as _compat
 from ..._core import hooks, settings
 from ..._core.log import logger, warn_once
 from ..._core.registry import Patch, record, register
-from . import copies, elf
+from . import elf
 
 PATCH = "exec_stack"
 
@@ -116,6 +116,7 @@ def loadable(path):
         logger.debug("%s %s: loaded as it is", path, found)
         return path
     from ... import __version__
+    from . import copies  # hashlib, shutil, tempfile: only where a copy is needed
 
     try:
         copy = copies.cleared_copy(path, __version__)
