@@ -77,8 +77,24 @@ def applicable_patches():
         # mxnet.test_utils' chisquare, where SciPy (imported by `import mxnet`) checks sums.
         "scipy_chisquare": getattr(mx.test_utils, "ss", None) is not None
         and _compat.scipy_since(_compat.SCIPY_CHISQUARE_SUM_CHECK),
+        # glibc 2.41+ (unless told otherwise at start) refuses an executable-stack library.
+        "exec_stack": glibc_refuses_exec_stack(),
     }
     return tuple(n for n in mxcompat.patch_names() if conditional.get(n, True))
+
+
+def glibc_refuses_exec_stack():
+    """Whether this glibc refuses to load a library that asks for an executable stack (from
+    the facts, not from the patch, whose own answer the tests check)."""
+    try:
+        name, _, number = (os.confstr("CS_GNU_LIBC_VERSION") or "").partition(" ")
+    except (ValueError, OSError):
+        return False
+    if name != "glibc" or _compat.parse_version(number)[:2] < (
+        _compat.GLIBC_DLOPEN_REFUSES_EXECSTACK
+    ):
+        return False
+    return "glibc.rtld.execstack=2" not in os.environ.get("GLIBC_TUNABLES", "")
 
 
 _plain_import = []

@@ -150,6 +150,25 @@ ONNX_EXPORT_OPSETS = (
 )
 
 
+# The pip wheels' libmxnet.so asks for an executable stack (PT_GNU_STACK flags RWE) up to 1.6:
+# readelf -lW of 1.3.1, 1.4.1, 1.5.1.post0 and 1.6.0 shows RWE, of 1.7.0.post2, 1.8.0.post0
+# and 1.9.1 RW (likely assembly kernels linked in without a .note.GNU-stack: 1.8+ ship
+# OpenBLAS as its own libopenblas.so.0).  Every other .so of every wheel's mxnet/ folder
+# (libgfortran.so.3/.4, libquadmath.so.0, libopenblas.so.0, 1.6.0's MKL/oneDNN ones) is RW.
+LIBMXNET_STACK_NOT_EXECUTABLE = (1, 7)
+
+# --- glibc releases (patches/exec_stack/) ----------------------------------------------------
+
+# dlopen refuses a library whose PT_GNU_STACK asks for an executable stack (or that has none,
+# where the ABI's default is executable, as on x86-64) unless the stack already is: "cannot
+# enable executable stack as shared object requires: Invalid argument" (glibc 2.41 NEWS; seen
+# with Debian's 2.43 on the 1.3.1-1.6.0 wheels, Python 3.14: import mxnet fails in base.py).
+GLIBC_DLOPEN_REFUSES_EXECSTACK = (2, 41)
+# GLIBC_TUNABLES=glibc.rtld.execstack=2 (read at process start) lets dlopen make every
+# thread's stack executable as before (glibc 2.42 NEWS; on 2.43 the 1.3.1 wheel then loads and
+# [stack] is rwx in /proc/self/maps).
+GLIBC_EXECSTACK_TUNABLE_ALLOWS = (2, 42)
+
 # --- NumPy releases (MXNet will never release again: mxcompat is its NumPy support) --------
 
 # NEP 50 (scalar promotion) and NEP 51 (scalar reprs such as "np.int64(3)") (patches/numpy2/).

@@ -14,6 +14,8 @@ NUMPY_LEGACY = "MXCOMPAT_NUMPY_LEGACY"  # a flag: the opt-in for users' NumPy co
 CHECK_TRACEBACK = "MXCOMPAT_CHECK_TRACEBACK"
 MATRIX_CACHE = "MXCOMPAT_MATRIX_CACHE"
 MATRIX_ENV = "MXCOMPAT_MATRIX_ENV"
+# Where the copies of a library that asks for an executable stack go (patches/exec_stack/).
+LIB_CACHE = "MXCOMPAT_LIB_CACHE"
 
 # Set in the environment, these make `import mxcompat` load everything at once (a bad value
 # is warned about at import, as always); the others are read when mxnet is imported.
@@ -60,6 +62,14 @@ VARIABLES = (
         "DIR",
         "where mxcompat matrix keeps its environments (default ~/.cache/mxcompat/matrix)",
         False,
+    ),
+    Variable(
+        LIB_CACHE,
+        "path",
+        "DIR",
+        "where copies of libmxnet.so without the executable-stack flag go on glibc >= 2.41\n"
+        "(default ~/.cache/mxcompat/libs)",
+        True,
     ),
     Variable(
         MATRIX_ENV,

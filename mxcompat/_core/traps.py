@@ -391,6 +391,22 @@ TRAPS = (
         ),
     ),
     Trap(
+        patch="exec_stack",
+        check=None,
+        symptom=(
+            "`OSError: …/mxnet/libmxnet.so: cannot enable executable stack as shared object "
+            "requires: Invalid argument` at `import mxnet` (MXNet 1.3–1.6 wheels, glibc ≥ 2.41)"
+        ),
+        cause=(
+            "those wheels' `libmxnet.so` asks for an executable stack (`PT_GNU_STACK` RWE); "
+            "since glibc 2.41 `dlopen` refuses such a library"
+        ),
+        ours=(
+            "MXNet loads a copy without that flag, cached per user (`MXCOMPAT_LIB_CACHE`); "
+            "the installed files are untouched (patch `exec_stack`, glibc ≥ 2.41 only)"
+        ),
+    ),
+    Trap(
         patch=None,
         check=None,
         symptom=(

@@ -24,6 +24,7 @@ ORDER = (
     "trainer_kvstore_init",
     "dataloader_teardown",
     "scipy_chisquare",
+    "exec_stack",
     "python_oo",
 )
 
