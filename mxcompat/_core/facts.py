@@ -199,6 +199,30 @@ SCIPY_CHISQUARE_SUM_CHECK = (1, 7)
 SCIPY_CHISQUARE_SUM_CHECK_OPTION = (1, 15)
 
 
+# --- Python releases (What's New of 3.14 and 3.15 read against MXNet 1.3.1 ... 1.9.1) -------
+
+# tarfile's extract()/extractall() apply the 'data' filter by default from Python 3.14 (PEP 706;
+# 3.12 and 3.13 warn that they will): absolute names, links leading out of the target and
+# device files raise tarfile.FilterError, the archive's owner is not applied and group/other
+# write bits are dropped.  MXNet's own tar extraction (gluon CIFAR10/CIFAR100 `_get_data`, every
+# release; contrib.text's '.gz' branch, which none of its listed embeddings reaches) holds plain
+# files: a CIFAR-shaped archive through CIFAR10._get_data gives the same arrays and file modes
+# on 3.13, 3.14 and 3.15 (1.5.1, 1.7.0, 1.8.0, 1.9.1; only the owner differs when root
+# extracts).  Users' own extraction scripts: scan rule MXC011.
+PYTHON_TARFILE_DATA_FILTER = (3, 14)
+# UTF-8 mode is the default from Python 3.15 (PEP 686): open() without an encoding reads UTF-8
+# whatever the locale.  mx.image.ImageIter/ImageDetIter(path_imglist=...) and tools/im2rec.py
+# read .lst files so, and im2rec writes them so (every release): a list written under a
+# non-UTF-8 locale by an earlier Python, with non-ASCII image names, raises UnicodeDecodeError
+# (seen with en_US.ISO-8859-1: 3.14 reads it, 3.15 raises; MXNet 1.9.1).
+PYTHON_UTF8_MODE_DEFAULT = (3, 15)
+
+
+def python_since(fact):
+    """True when the running Python is at or after ``fact`` (a Python release)."""
+    return sys.version_info[: len(fact)] >= fact
+
+
 def numpy_since(fact):
     """True when the imported numpy (never imports it) is at or after ``fact``; NumPy's own
     ``NumpyVersion`` reads its version string (dev and rc builds included)."""

@@ -439,6 +439,47 @@ TRAPS = (
             "releases](differences.md); the tests pin each release"
         ),
     ),
+    Trap(
+        patch=None,
+        check=None,
+        symptom=(
+            "`UnicodeDecodeError: 'utf-8' codec can't decode byte …` from "
+            "`mx.image.ImageIter(path_imglist=...)` (or `ImageDetIter`, `im2rec.py`) on "
+            "Python ≥ 3.15, for a `.lst` that an earlier Python read"
+        ),
+        cause=(
+            "Python 3.15 opens text files as UTF-8 whatever the locale (PEP 686); MXNet "
+            "reads and `im2rec.py` writes `.lst` files in the default encoding, so a list "
+            "made under a non-UTF-8 locale (e.g. ISO-8859-1) with non-ASCII image names no "
+            "longer decodes"
+        ),
+        ours=(
+            "left to Python (guessing the file's encoding could read a UTF-8 list wrongly, "
+            "silently): convert the list once (`iconv -f ISO-8859-1 -t UTF-8`), or run with "
+            "`PYTHONUTF8=0` (`-X utf8=0`) under the locale that wrote it"
+        ),
+    ),
+    Trap(
+        patch=None,
+        check=None,
+        symptom=(
+            "`tarfile.AbsolutePathError`, `OutsideDestinationError`, "
+            "`LinkOutsideDestinationError` or `SpecialFileError` from your own "
+            "`tar.extractall(...)` on Python ≥ 3.14, or extracted files not owned by the "
+            "archive's user (a DeprecationWarning about it on 3.12/3.13)"
+        ),
+        cause=(
+            "Python 3.14 extracts with the `'data'` filter by default (PEP 706): it refuses "
+            "absolute names, links leading out of the target and device files, and drops "
+            "owners and group/other write bits; MXNet's own extractions (CIFAR-10/100) "
+            "are plain files and unaffected"
+        ),
+        ours=(
+            "left to Python (a safety filter): pass `filter='data'` everywhere (Python ≥ 3.12 "
+            "and the patch releases with PEP 706), or `filter='fully_trusted'` for an archive "
+            "you trust that needs its links or owners; `mxcompat scan` finds the calls (MXC011)"
+        ),
+    ),
 )
 
 

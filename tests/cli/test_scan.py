@@ -169,6 +169,26 @@ CASES = {
         """,
         None,
     ),
+    "MXC011": (
+        """\
+        import tarfile
+        with tarfile.open("cifar.tar.gz") as tar:
+            tar.extractall("data")
+        tarfile.open("a.tar").extractall()
+        t = tarfile.open("b.tar")
+        t.extract("x", path="out")
+        """,
+        [(3, 5), (4, 1), (6, 1)],
+        """\
+        import tarfile, zipfile
+        with tarfile.open("cifar.tar.gz") as tar:
+            tar.extractall("data", filter="data")
+        with zipfile.ZipFile("m.zip") as zf:
+            zf.extractall("models")
+        archive.extractall("x")
+        """,
+        None,
+    ),
 }
 
 

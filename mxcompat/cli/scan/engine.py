@@ -117,6 +117,10 @@ class _Scanner(cst.CSTVisitor):
                 self.found.append(finding)
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             self.ctx.scopes.append({})
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            # `with tarfile.open(f) as tar:` binds tar before its body runs.
+            if isinstance(node.asname.name, cst.Name):
+                self.ctx.scopes[-1][node.asname.name.value] = node.item
         return True
 
     def on_leave(self, original_node):

@@ -38,6 +38,7 @@ RUNTIME_ONLY = {
     (None, "printed twice"): "an older mxcompat",
     (None, "mxcompat's import hook"): "an older mxcompat",
     (None, "split_and_load"): "the release's documented behaviour",
+    (None, "for a `.lst` that an earlier Python"): "a file's bytes and the locale that wrote it",
 }
 
 

@@ -1,5 +1,5 @@
 """The rules of ``mxcompat scan`` for numbers, NumPy and the standard library: distutils,
-integer division, Python scalars of arrays, the NumPy names NumPy removed."""
+integer division, Python scalars of arrays, the NumPy names NumPy removed, tar extraction."""
 
 import libcst as cst
 
@@ -155,6 +155,48 @@ def _numpy_name(node, ctx):
         "%s is gone from today's NumPy (use %s); `ruff check --select NPY201 --fix` rewrites "
         "NumPy's removed names, and MXCOMPAT_NUMPY_LEGACY=1 serves them meanwhile"
         % (ctx.code(node), replacement),
+        node,
+        None,
+    )
+
+
+_TAR_OPENERS = {"tarfile.open", "tarfile.TarFile", "tarfile.TarFile.open"}
+
+
+def _is_tarfile(node, ctx):
+    """Whether ``node`` is certainly a ``TarFile``: ``tarfile.open(...)``, or a name bound to
+    one in this scope (an assignment or ``with tarfile.open(...) as tar``)."""
+    if isinstance(node, cst.Name):
+        value = ctx.bound(node.value)
+        return value is not None and value is not node and _is_tarfile(value, ctx)
+    return isinstance(node, cst.Call) and dotted(node.func) in _TAR_OPENERS
+
+
+@rule(
+    "MXC011",
+    "tar-extract-filter",
+    cst.Call,
+    trap=(None, "from your own `tar.extractall"),
+    summary="a tarfile extractall()/extract() without filter= (Python 3.14's 'data' default)",
+)
+def _tar_filter(node, ctx):
+    func = node.func
+    if not (
+        isinstance(func, cst.Attribute)
+        and func.attr.value in ("extractall", "extract")
+        and keyword(node, "filter") is None
+        and _is_tarfile(func.value, ctx)
+    ):
+        return
+    # No fix: filter= is a TypeError on the Pythons without PEP 706 (before 3.12 and its
+    # patch releases), and which filter an archive needs is the user's call.
+    yield Finding(
+        "MXC011",
+        "%s: from Python 3.14 tarfile extracts with the 'data' filter (PEP 706): absolute "
+        "names, links leading out of the target and device files raise tarfile.FilterError, "
+        "owners and group/other write bits are dropped (3.12/3.13 warn); fix: pass "
+        "filter='data', or filter='fully_trusted' for a trusted archive that needs them"
+        % ctx.code(node),
         node,
         None,
     )
