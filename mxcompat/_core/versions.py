@@ -66,7 +66,7 @@ def _combination(name, mxnet, python, numpy, no_deps=False):
 
 
 # Each MXNet release on the newest Python and NumPy its wheel's pins allow, then today's stack
-# (Python 3.12/3.13 with NumPy 1.26 and 2.x), which only mxcompat makes MXNet load on.
+# (Python 3.12-3.15 with NumPy 1.26 and 2.x), which only mxcompat makes MXNet load on.
 COMBINATIONS = (
     _combination("mx191", "1.9.1", "3.11", "numpy==1.23.5"),
     _combination("mx180", "1.8.0.post0", "3.11", "numpy==1.23.5"),
@@ -85,6 +85,30 @@ COMBINATIONS = (
     # MXNet will never release again: a new NumPy must be caught by the matrix, not a user.
     _combination("py313-mxnet191-numpylatest", "1.9.1", "3.13", "numpy>=2", no_deps=True),
     _combination("py313-mxnet151-numpylatest", "1.5.1.post0", "3.13", "numpy>=2", no_deps=True),
+    # Python 3.14 and 3.15: every release, MXNet's wheels being py3-none (ctypes).  No NumPy < 2
+    # has a cp314 or cp315 wheel; the oldest with one is 2.3.2 on 3.14 (1.3.1/1.4.1's rows, as
+    # on 3.13 the oldest there is) and 2.5.2 on 3.15 (every release passed mxcompat check on
+    # 3.14.10 and 3.15.2 with NumPy 2.5.5, and 1.3.1/1.4.1/1.9.1 with 2.3.2 and 2.5.2).  The
+    # libmxnet.so of 1.3.1, 1.4.1, 1.5.1.post0 and 1.6.0 asks for an executable stack (its
+    # GNU_STACK is RWE; 1.7-1.9: RW), which glibc >= 2.41 refuses to dlopen: there they load
+    # only with mxcompat's executable-stack fix (checked with glibc's own
+    # glibc.rtld.execstack=2 tunable in its place); on an older glibc, as before.
+    _combination("py314-mxnet191-numpy25", "1.9.1", "3.14", "numpy==2.5.5", no_deps=True),
+    _combination("py314-mxnet180-numpy25", "1.8.0.post0", "3.14", "numpy==2.5.5", no_deps=True),
+    _combination("py314-mxnet170-numpy25", "1.7.0.post2", "3.14", "numpy==2.5.5", no_deps=True),
+    _combination("py314-mxnet160-numpy25", "1.6.0", "3.14", "numpy==2.5.5", no_deps=True),
+    _combination("py314-mxnet151-numpy25", "1.5.1.post0", "3.14", "numpy==2.5.5", no_deps=True),
+    _combination("py314-mxnet141-numpy23", "1.4.1", "3.14", "numpy==2.3.2", no_deps=True),
+    _combination("py314-mxnet131-numpy23", "1.3.1", "3.14", "numpy==2.3.2", no_deps=True),
+    _combination("py314-mxnet191-numpylatest", "1.9.1", "3.14", "numpy>=2", no_deps=True),
+    _combination("py315-mxnet191-numpy25", "1.9.1", "3.15", "numpy==2.5.5", no_deps=True),
+    _combination("py315-mxnet180-numpy25", "1.8.0.post0", "3.15", "numpy==2.5.5", no_deps=True),
+    _combination("py315-mxnet170-numpy25", "1.7.0.post2", "3.15", "numpy==2.5.5", no_deps=True),
+    _combination("py315-mxnet160-numpy25", "1.6.0", "3.15", "numpy==2.5.5", no_deps=True),
+    _combination("py315-mxnet151-numpy25", "1.5.1.post0", "3.15", "numpy==2.5.5", no_deps=True),
+    _combination("py315-mxnet141-numpy25", "1.4.1", "3.15", "numpy==2.5.5", no_deps=True),
+    _combination("py315-mxnet131-numpy25", "1.3.1", "3.15", "numpy==2.5.5", no_deps=True),
+    _combination("py315-mxnet191-numpylatest", "1.9.1", "3.15", "numpy>=2", no_deps=True),
 )
 
 

@@ -129,7 +129,7 @@ def _parser():
         "install",
         add_help=False,
         help="install MXNet with the NumPy mxcompat is tested with on this Python (past the "
-        "wheel's numpy<2 pin on Python 3.12/3.13): mxcompat install mxnet==1.9.1",
+        "wheel's numpy<2 pin on Python 3.12-3.15): mxcompat install mxnet==1.9.1",
     )
 
     to_onnx = sub.add_parser(

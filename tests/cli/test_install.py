@@ -1,6 +1,7 @@
 """``mxcompat install``: which install lines it picks for an interpreter, its refusals, and the
 overrides file shipped for ``uv pip install --overrides``.  The real installs (fresh venvs on
-Python 3.13, from the registry) are tests/packaging/test_install.py's."""
+Python 3.13, and 3.14/3.15 where they exist, from the registry) are
+tests/packaging/test_install.py's."""
 
 import os
 
@@ -20,6 +21,20 @@ def test_it_picks_the_table_row_of_the_python():
     assert install.choose("mxnet", "3.11").name == "mx191"  # the newest release there
     assert install.choose("1.5.1", "3.13").mxnet == "1.5.1.post0"
     assert install.choose("mxnet==1.3.1", "3.7").name == "mx131"
+    assert install.choose("mxnet==1.9.1", "3.14").name == "py314-mxnet191-numpy25"
+    assert install.choose("1.9.1", "3.14", latest=True).name == "py314-mxnet191-numpylatest"
+    assert install.choose("mxnet==1.3.1", "3.14").numpy == "numpy==2.3.2"  # the first cp314
+    assert install.choose("mxnet==1.6.0", "3.15").name == "py315-mxnet160-numpy25"
+    assert install.choose("mxnet", "3.15").name == "py315-mxnet191-numpy25"
+
+
+@pytest.mark.parametrize("python", ["3.14", "3.15"])
+def test_every_release_installs_on_python_314_and_315(python):
+    releases = sorted(set(c.mxnet for c in _versions.COMBINATIONS))
+    for mxnet in releases:
+        c = install.choose("mxnet==" + mxnet, python)
+        # No NumPy < 2 has wheels there: always --no-deps beside a NumPy 2 that has.
+        assert (c.mxnet, c.python, c.no_deps, c.numpy[:8]) == (mxnet, python, True, "numpy==2")
 
 
 @pytest.mark.parametrize(
@@ -27,12 +42,15 @@ def test_it_picks_the_table_row_of_the_python():
     [
         (
             "mxnet==1.9.1",
-            "3.14",
-            "no tested install on Python 3.14; mxcompat's table has it on Python 3.11, 3.12, 3.13",
+            "3.16",
+            "no tested install on Python 3.16; mxcompat's table has it on Python 3.11, 3.12, 3.13, "
+            "3.14, 3.15$",
         ),
         ("mxnet==2.0.0", "3.13", "no MXNet 2.0.0 in mxcompat's table"),
         ("mxnet>=1.9", "3.13", "name one release, as mxnet==1.9.1"),
-        ("mxnet==1.6.0", "3.13", "has it on Python 3.11"),
+        # Newer than every row on MXNet's own pins: numpy<2 (or <1.15) has no wheel there.
+        ("mxnet==1.6.0", "3.13", "has it on Python 3.11, 3.14, 3.15$"),
+        ("mxnet==1.4.1", "3.8", "has it on Python 3.7, 3.13, 3.14, 3.15$"),
     ],
 )
 def test_what_the_table_lacks_is_refused(spec, python, message):
@@ -96,7 +114,7 @@ def test_overrides_give_every_python_exactly_one_numpy(mxnet):
     # uv drops a requirement whose override's marker is false: no Python may be left without.
     requirements = [Requirement(line) for line in _versions.overrides(mxnet)]
     assert {r.name for r in requirements} == {"numpy"}
-    for minor in range(6, 16):
+    for minor in range(6, 17):
         env = dict(default_environment(), python_version="3.%d" % minor)
         chosen = [str(r.specifier) for r in requirements if r.marker.evaluate(env)]
         assert len(chosen) == 1, (mxnet, minor, chosen)

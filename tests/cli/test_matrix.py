@@ -16,6 +16,7 @@ import pytest
 from conftest import ROOT
 from support.reference_env import cache_dir
 
+from mxcompat._core import versions as _versions
 from mxcompat.cli import matrix
 
 EXAMPLE = os.path.join(ROOT, "examples", "matrix_project")
@@ -289,8 +290,10 @@ def test_selection():
         "mx151",
         "py313-mxnet151-numpy24",
         "py313-mxnet151-numpylatest",
+        "py314-mxnet151-numpy25",
+        "py315-mxnet151-numpy25",
     ]
-    assert names("--mxnet", "1.5.1.post0", "--numpy", "pinned") == [
+    assert names("--mxnet", "1.5.1.post0", "--numpy", "pinned", "--python", "3.11,3.13") == [
         "mx151",
         "py313-mxnet151-numpy24",
     ]
@@ -298,8 +301,36 @@ def test_selection():
         "py313-mxnet191-numpylatest",
         "py313-mxnet151-numpylatest",
     ]
-    assert names("--modern", "--mxnet", "1.3.1") == ["py313-mxnet131-numpy21"]
+    assert names("--modern", "--mxnet", "1.3.1") == [
+        "py313-mxnet131-numpy21",
+        "py314-mxnet131-numpy23",
+        "py315-mxnet131-numpy25",
+    ]
     assert names("--python", "3.7") == ["mx141", "mx131"]
+    # Every release on 3.14 and on 3.15, and the newest NumPy with the newest release.
+    for python in ("3.14", "3.15"):
+        assert len(names("--python", python, "--numpy", "pinned")) == 7
+        assert names("--python", python, "--numpy", "latest") == [
+            "py%s-mxnet191-numpylatest" % python.replace(".", "")
+        ]
+
+
+@needs_uv
+def test_python_314_and_315_rows_say_where_they_run_or_why_not(tmp_path):
+    # Where uv finds no such interpreter (pyenv has none before 3.14), the row says so; in
+    # .ci/newroot's Debian root, where /usr/bin has both, it names the interpreter.
+    proc = run_matrix(["--list", "--python", "3.14,3.15"], str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if not line.startswith(" ")]
+    expected = [c for c in _versions.COMBINATIONS if c.python in ("3.14", "3.15")]
+    assert [r[0] for r in rows] == [c.name for c in expected]
+    for row, c in zip(rows, expected):
+        found, _ = matrix.find_python(_UV, c.python)
+        assert row[1:6] == ["MXNet", c.mxnet, "Python", c.python, c.numpy]
+        if found:
+            assert row[6] == "Python" and row[7].startswith(c.python + "."), row
+        else:
+            assert row[6:13] == ["cannot", "run", "here:", "no", "Python", c.python, "interpreter"]
 
 
 def test_first_failure():

@@ -4,7 +4,9 @@ $MXCOMPAT_TEST_CACHE keep a second run quick), and runs mxcompat there.
 
 Run by the tox env ``packaging`` (which builds the sdist and wheel first and names their
 folder in $MXCOMPAT_DIST); elsewhere the distributions are built here.  Python 3.13 and 3.7
-must be findable by uv (.ci/run puts pyenv's interpreters on PATH).
+must be findable by uv (.ci/run puts pyenv's interpreters on PATH); the Python 3.14/3.15 installs
+run where uv finds those (the Debian unstable root of .ci/newroot: `-k "314 or 315"` there) and
+are skipped elsewhere.
 """
 
 import glob
@@ -21,6 +23,9 @@ from mxcompat.cli import install
 
 # Every step is bounded: a hung download fails the test instead of the CI job.
 STEP_TIMEOUT = 600
+# The Pythons of the one-command installs; a missing 3.13 fails (the packaging env has it).
+ONE_COMMAND_PYTHONS = ["3.13", "3.14", "3.15"]
+OPTIONAL_PYTHONS = {"3.14", "3.15"}
 
 
 def _uv():
@@ -75,6 +80,8 @@ def _python(uv, version, env):
     proc = subprocess.run(
         [uv, "python", "find", version], env=env, capture_output=True, text=True, timeout=60
     )
+    if proc.returncode != 0 and version in OPTIONAL_PYTHONS:
+        pytest.skip("no Python %s here (uv finds none; .ci/newroot's Debian root has it)" % version)
     if proc.returncode != 0:
         pytest.fail("no Python %s found by uv: %s" % (version, proc.stderr.strip()))
     return proc.stdout.strip()
@@ -108,18 +115,23 @@ def _proves_mxnet_works(venv, env, numpy_major):
     return report
 
 
-def test_pip_one_command_on_python313_from_the_built_wheel(tmp_path, dist):
+@pytest.mark.parametrize("python_version", ONE_COMMAND_PYTHONS)
+def test_pip_one_command_from_the_built_wheel(tmp_path, dist, python_version):
     """The plain-pip route: the wheel, then `mxcompat install mxnet==1.9.1` in a venv made by
     Python's own venv module."""
     env = _env(tmp_path)
-    python = _python(_uv(), "3.13", env)
+    python = _python(_uv(), python_version, env)
     venv = str(tmp_path / "venv")
     _run([python, "-m", "venv", venv], env)
     _run([os.path.join(venv, "bin", "pip"), "install", _one(dist, "*.whl")], env)
     out = _run([os.path.join(venv, "bin", "mxcompat"), "install", "mxnet==1.9.1"], env).stdout
-    assert out.splitlines()[0].startswith("mxcompat install: MXNet 1.9.1 with numpy==2.4.6")
+    numpy = install.choose("mxnet==1.9.1", python_version).numpy
+    assert out.splitlines()[0].startswith(
+        "mxcompat install: MXNet 1.9.1 with %s on Python %s." % (numpy, python_version)
+    )
     assert "`pip check` will say mxnet 1.9.1 requires numpy>1.16.0,<2.0.0" in out
-    _proves_mxnet_works(venv, env, "2")
+    report = _proves_mxnet_works(venv, env, "2")
+    assert report["versions"]["numpy"] == numpy[len("numpy==") :]
     shipped = _run(
         [
             os.path.join(venv, "bin", "python"),
@@ -129,7 +141,7 @@ def test_pip_one_command_on_python313_from_the_built_wheel(tmp_path, dist):
         ],
         env,
     )
-    assert 'numpy==2.4.6; python_version == "3.13"' in shipped.stdout
+    assert '%s; python_version == "%s"' % (numpy, python_version) in shipped.stdout
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
     with open(os.path.join(ROOT, "docs", "guide", "numpy2.md")) as f:
@@ -142,14 +154,15 @@ def test_pip_one_command_on_python313_from_the_built_wheel(tmp_path, dist):
     assert "pip install . && mxcompat install mxnet==1.9.1\n" in install_section
 
 
-def test_uv_one_command_on_python313_as_the_docs_say(tmp_path, dist):
+@pytest.mark.parametrize("python_version", ONE_COMMAND_PYTHONS)
+def test_uv_one_command_as_the_docs_say(tmp_path, dist, python_version):
     """The uv route, the command of the NumPy 2 guide's install section, from the checkout:
     `uv pip install . mxnet==1.9.1 --overrides mxcompat/cli/install/mxnet-1.9.1-overrides.txt`
     (here with the built wheel in place of `.`)."""
     env = _env(tmp_path)
     uv = _uv()
     venv = str(tmp_path / "venv")
-    _run([uv, "venv", "--python", "3.13", venv], env)
+    _run([uv, "venv", "--python", _python(uv, python_version, env), venv], env)
     env["VIRTUAL_ENV"] = venv
     overrides = os.path.join("mxcompat", "cli", "install", install.SHIPPED_OVERRIDES["1.9.1"])
     assert os.path.isfile(os.path.join(ROOT, overrides))
@@ -158,7 +171,10 @@ def test_uv_one_command_on_python313_as_the_docs_say(tmp_path, dist):
         env,
         cwd=ROOT,
     )
-    _proves_mxnet_works(venv, env, "2")
+    report = _proves_mxnet_works(venv, env, "2")
+    # The shipped file's line for this Python, not the wheel's own pin.
+    expected = install.choose("mxnet==1.9.1", python_version).numpy
+    assert report["versions"]["numpy"] == expected[len("numpy==") :]
     with open(os.path.join(ROOT, "docs", "guide", "numpy2.md")) as f:
         install_section = f.read()
     assert "uv pip install . mxnet==1.9.1 --overrides %s" % overrides in install_section
@@ -189,13 +205,14 @@ def test_the_sdist_builds_and_installs_on_python37(tmp_path, dist):
     assert probe.stdout.strip() == "True True ['License: Apache-2.0']"
 
 
-def test_mxcompat_install_uv_in_a_venv_without_pip(tmp_path, dist):
+@pytest.mark.parametrize("python_version", ONE_COMMAND_PYTHONS)
+def test_mxcompat_install_uv_in_a_venv_without_pip(tmp_path, dist, python_version):
     """uv's venvs have no pip: `mxcompat install` says so, and `--uv` installs there (here with
     the newest NumPy, the table's unpinned row)."""
     env = _env(tmp_path)
     uv = _uv()
     venv = str(tmp_path / "venv")
-    _run([uv, "venv", "--python", "3.13", venv], env)
+    _run([uv, "venv", "--python", _python(uv, python_version, env), venv], env)
     env["VIRTUAL_ENV"] = venv
     _run([uv, "pip", "install", _one(dist, "*.whl")], env)
     mxcompat_bin = os.path.join(venv, "bin", "mxcompat")
@@ -219,7 +236,7 @@ def test_mxcompat_install_uv_in_a_venv_without_pip(tmp_path, dist):
 
 @pytest.mark.parametrize("python", ["3.8", "3.9", "3.10", "3.12"])
 def test_the_wheel_installs_and_runs_on_every_classified_python(tmp_path, dist, python):
-    """The classifiers name Python 3.7-3.13: the Pythons the MXNet tests do not run on (and
+    """The classifiers name Python 3.7-3.15: the Pythons the MXNet tests do not run on (and
     3.12) at least install the wheel, import mxcompat and pick their install lines."""
     env = _env(tmp_path)
     uv = _uv()

@@ -1,9 +1,9 @@
 """``mxcompat install mxnet==1.9.1``: MXNet, with the NumPy that mxcompat's table
 (``_core/versions.py``) pairs with it on the running Python, in one command.
 
-Every MXNet wheel pins ``numpy<2`` (1.3.1/1.4.1: ``numpy<1.15``), so on Python 3.13 pip alone
-cannot install MXNet beside a NumPy that has wheels there.  This runs the table's install lines
-for this interpreter: with pip, MXNet with ``--no-deps`` and then NumPy and MXNet's other
+Every MXNet wheel pins ``numpy<2`` (1.3.1/1.4.1: ``numpy<1.15``), so on Python 3.13-3.15 pip
+alone cannot install MXNet beside a NumPy that has wheels there.  This runs the table's install
+lines for this interpreter: with pip, MXNet with ``--no-deps`` and then NumPy and MXNet's other
 requirements; with ``--uv``, one ``uv pip install`` whose ``--overrides`` replaces the pin.  A
 release the table has no line for on this Python is refused with the Pythons it has.
 """
@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mxcompat install",
         description="Install MXNet into this Python's environment with the NumPy mxcompat is "
-        "tested with here (on Python 3.12/3.13 past the wheel's numpy<2 pin).  Then: "
+        "tested with here (on Python 3.12-3.15 past the wheel's numpy<2 pin).  Then: "
         "mxcompat check.",
     )
     parser.add_argument(
@@ -94,11 +94,16 @@ def choose(spec: str, python: str, latest: bool = False) -> _versions.Combinatio
         )
     rows = [c for c in table if not wanted or _versions.release_matches(wanted, c.mxnet)]
     here = [c for c in rows if c.python == python]
-    newest = max((c.mxnet for c in rows), key=_versions.Version)
-    if not here and any(_versions.Version(python) < _versions.Version(c.python) for c in rows):
+    # Rows on MXNet's own pins, on a newer Python than this one.
+    own = [
+        c for c in rows if not c.no_deps and _versions.Version(python) < _versions.Version(c.python)
+    ]
+    if not here and own:
         # Between the table's Pythons (3.8-3.10): MXNet's own requirements, as pip resolves
         # them, which mxcompat does not test but which are what MXNet itself asks for.  A
-        # Python newer than every row is refused: its NumPy<2 would be built from source.
+        # Python newer than every row on those pins is refused (3.13 for 1.6.0, whose rows are
+        # 3.11 and 3.14+): its NumPy<2 would be built from source.
+        newest = max((c.mxnet for c in own), key=_versions.Version)
         return _versions.Combination(None, newest, python, _versions.wheel_numpy(newest), False)
     if not here:
         raise UsageError(
