@@ -5,7 +5,7 @@ $MXCOMPAT_TEST_CACHE keep a second run quick), and runs mxcompat there.
 Run by the tox env ``packaging`` (which builds the sdist and wheel first and names their
 folder in $MXCOMPAT_DIST); elsewhere the distributions are built here.  Python 3.13 and 3.7
 must be findable by uv (.ci/run puts pyenv's interpreters on PATH); the Python 3.14/3.15 installs
-run where uv finds those (the Debian unstable root of .ci/newroot: `-k "314 or 315"` there) and
+run where uv finds those (the Debian unstable root of .ci/newroot: `-k "py314 or py315"` there) and
 are skipped elsewhere.
 """
 
@@ -26,6 +26,11 @@ STEP_TIMEOUT = 600
 # The Pythons of the one-command installs; a missing 3.13 fails (the packaging env has it).
 ONE_COMMAND_PYTHONS = ["3.13", "3.14", "3.15"]
 OPTIONAL_PYTHONS = {"3.14", "3.15"}
+
+
+def _py(version):
+    """The test id of a Python: py314 (what `-k` can name)."""
+    return "py" + version.replace(".", "")
 
 
 def _uv():
@@ -115,7 +120,7 @@ def _proves_mxnet_works(venv, env, numpy_major):
     return report
 
 
-@pytest.mark.parametrize("python_version", ONE_COMMAND_PYTHONS)
+@pytest.mark.parametrize("python_version", ONE_COMMAND_PYTHONS, ids=_py)
 def test_pip_one_command_from_the_built_wheel(tmp_path, dist, python_version):
     """The plain-pip route: the wheel, then `mxcompat install mxnet==1.9.1` in a venv made by
     Python's own venv module."""
@@ -154,7 +159,7 @@ def test_pip_one_command_from_the_built_wheel(tmp_path, dist, python_version):
     assert "pip install . && mxcompat install mxnet==1.9.1\n" in install_section
 
 
-@pytest.mark.parametrize("python_version", ONE_COMMAND_PYTHONS)
+@pytest.mark.parametrize("python_version", ONE_COMMAND_PYTHONS, ids=_py)
 def test_uv_one_command_as_the_docs_say(tmp_path, dist, python_version):
     """The uv route, the command of the NumPy 2 guide's install section, from the checkout:
     `uv pip install . mxnet==1.9.1 --overrides mxcompat/cli/install/mxnet-1.9.1-overrides.txt`
@@ -205,7 +210,7 @@ def test_the_sdist_builds_and_installs_on_python37(tmp_path, dist):
     assert probe.stdout.strip() == "True True ['License: Apache-2.0']"
 
 
-@pytest.mark.parametrize("python_version", ONE_COMMAND_PYTHONS)
+@pytest.mark.parametrize("python_version", ONE_COMMAND_PYTHONS, ids=_py)
 def test_mxcompat_install_uv_in_a_venv_without_pip(tmp_path, dist, python_version):
     """uv's venvs have no pip: `mxcompat install` says so, and `--uv` installs there (here with
     the newest NumPy, the table's unpinned row)."""
