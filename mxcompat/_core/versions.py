@@ -91,8 +91,8 @@ COMBINATIONS = (
     # 3.14.10 and 3.15.2 with NumPy 2.5.5, and 1.3.1/1.4.1/1.9.1 with 2.3.2 and 2.5.2).  The
     # libmxnet.so of 1.3.1, 1.4.1, 1.5.1.post0 and 1.6.0 asks for an executable stack (its
     # GNU_STACK is RWE; 1.7-1.9: RW), which glibc >= 2.41 refuses to dlopen: there they load
-    # only with mxcompat's executable-stack fix (checked with glibc's own
-    # glibc.rtld.execstack=2 tunable in its place); on an older glibc, as before.
+    # only through the exec_stack patch (so they passed, on glibc 2.43); on an older glibc,
+    # as before.
     _combination("py314-mxnet191-numpy25", "1.9.1", "3.14", "numpy==2.5.5", no_deps=True),
     _combination("py314-mxnet180-numpy25", "1.8.0.post0", "3.14", "numpy==2.5.5", no_deps=True),
     _combination("py314-mxnet170-numpy25", "1.7.0.post2", "3.14", "numpy==2.5.5", no_deps=True),
@@ -101,6 +101,9 @@ COMBINATIONS = (
     _combination("py314-mxnet141-numpy23", "1.4.1", "3.14", "numpy==2.3.2", no_deps=True),
     _combination("py314-mxnet131-numpy23", "1.3.1", "3.14", "numpy==2.3.2", no_deps=True),
     _combination("py314-mxnet191-numpylatest", "1.9.1", "3.14", "numpy>=2", no_deps=True),
+    # The oldest release and the newest whose library needs exec_stack, on the newest NumPy.
+    _combination("py314-mxnet160-numpylatest", "1.6.0", "3.14", "numpy>=2", no_deps=True),
+    _combination("py314-mxnet131-numpylatest", "1.3.1", "3.14", "numpy>=2", no_deps=True),
     _combination("py315-mxnet191-numpy25", "1.9.1", "3.15", "numpy==2.5.5", no_deps=True),
     _combination("py315-mxnet180-numpy25", "1.8.0.post0", "3.15", "numpy==2.5.5", no_deps=True),
     _combination("py315-mxnet170-numpy25", "1.7.0.post2", "3.15", "numpy==2.5.5", no_deps=True),
