@@ -73,7 +73,7 @@ def _unpatched_spawn(dataset):
     return run_python(
         """
         import faulthandler
-        faulthandler.dump_traceback_later(60, exit=True)
+        faulthandler.dump_traceback_later(30, exit=True)
         import mxcompat, mxnet as mx, numpy as np
         import multiprocessing
         multiprocessing.set_start_method("spawn")
