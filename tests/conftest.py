@@ -73,6 +73,10 @@ def applicable_patches():
         "unbound_get_params": True,
         # A Pool-based DataLoader (1.4+) is retired without terminate().
         "dataloader_teardown": _compat.since(_compat.DATALOADER_WORKER_POOL),
+        # Where fork is no longer multiprocessing's default (Python 3.14+ on Linux).
+        "dataloader_start_method": sys.platform.startswith("linux")
+        and _compat.python_since(_compat.PYTHON_FORKSERVER_DEFAULT),
+        "dataloader_spawn": sys.platform.startswith("linux"),
         # A dist Trainer's broadcast races its first pushpull from 1.7 only.
         # mxnet.test_utils' chisquare, where SciPy (imported by `import mxnet`) checks sums.
         "scipy_chisquare": getattr(mx.test_utils, "ss", None) is not None

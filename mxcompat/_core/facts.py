@@ -62,6 +62,18 @@ UNBOUND_GET_PARAMS = (1, 6)
 # worker killed mid-send leaves the result queue's lock held and terminate() waits forever
 # (seen on 1.4.1 and 1.9.1, Python 3.11-3.13: patches/dataloader_teardown.py).
 DATALOADER_WORKER_POOL = (1, 4)
+# Every release's DataLoader starts its workers from multiprocessing's *default* start method
+# (1.3: Process per iterator, 1.4+: Pool, DataLoaderV1: Process; thread_pool=True: threads),
+# which was fork on Linux on every Python MXNet was released for.  Under spawn or forkserver
+# (a fresh interpreter per worker) two things break, on every Python: the child imports MXNet
+# without mxcompat (NumPy 2: "np.PZERO was removed"), and reduce_ndarray passes the fd of a
+# cpu_shared copy it frees before the child is started (the Popen only records the fd):
+# "bad value(s) in fds_to_keep", "Failed to map shared memory", or a wait until the 120 s
+# timeout (seen on 1.3.1 ... 1.9.1, Python 3.7-3.15: patches/dataloader_spawn.py).
+DATALOADER_DEFAULT_START_METHOD = (1, 3)
+# DataLoader(timeout=120) from 1.6: a batch a worker never returns raises
+# multiprocessing.TimeoutError after that long; before, the iterator waits for it forever.
+DATALOADER_TIMEOUT = (1, 6)
 # Up to 1.7 the engine does not order reads of BatchNorm's running statistics after the write
 # that a Gluon training step (autograd backward) makes: a copy pushed right after
 # Trainer.step can read the previous values (measured: 1.3-1.6 5/40 runs, 1.7 29/40, and 1.7
@@ -201,6 +213,16 @@ SCIPY_CHISQUARE_SUM_CHECK_OPTION = (1, 15)
 
 # --- Python releases (What's New of 3.14 and 3.15 read against MXNet 1.3.1 ... 1.9.1) -------
 
+# multiprocessing's default start method on Linux is forkserver from Python 3.14 (spawn where
+# no temporary folder is writable); before, fork (macOS: spawn from 3.8).  A DataLoader with
+# num_workers > 0 then runs each worker in a fresh interpreter: an unguarded script (no
+# `if __name__ == "__main__":`) fails ("An attempt has been made to start a new process
+# before the current process has finished its bootstrapping phase", then ConnectionResetError
+# on 3.14, multiprocessing's TimeoutError after 120 s on 3.15), and a transform lambda or an
+# unpicklable dataset cannot be sent.  Seen on 3.14.10 and 3.15.2 (glibc 2.43) with 1.9.1 and
+# 1.5.1; set_start_method("fork") trains as on 3.13 (patches/dataloader_start_method.py).
+PYTHON_FORKSERVER_DEFAULT = (3, 14)
+
 # tarfile's extract()/extractall() apply the 'data' filter by default from Python 3.14 (PEP 706;
 # 3.12 and 3.13 warn that they will): absolute names, links leading out of the target and
 # device files raise tarfile.FilterError, the archive's owner is not applied and group/other
@@ -216,11 +238,6 @@ PYTHON_TARFILE_DATA_FILTER = (3, 14)
 # non-UTF-8 locale by an earlier Python, with non-ASCII image names, raises UnicodeDecodeError
 # (seen with en_US.ISO-8859-1: 3.14 reads it, 3.15 raises; MXNet 1.9.1).
 PYTHON_UTF8_MODE_DEFAULT = (3, 15)
-
-
-def python_since(fact):
-    """True when the running Python is at or after ``fact`` (a Python release)."""
-    return sys.version_info[: len(fact)] >= fact
 
 
 def numpy_since(fact):
@@ -247,6 +264,11 @@ def scipy_since(fact, version=None):
         return np.lib.NumpyVersion(version) >= "%d.%d.0" % fact
     except (AttributeError, ValueError):
         return False
+
+
+def python_since(fact):
+    """True when this Python is at or after ``fact`` (a Python release, e.g. ``(3, 14)``)."""
+    return tuple(sys.version_info[: len(fact)]) >= tuple(fact)
 
 
 def parse_version(text):

@@ -292,6 +292,48 @@ TRAPS = (
         ),
     ),
     Trap(
+        patch="dataloader_start_method",
+        check=None,
+        symptom=(
+            "Python 3.14+ on Linux, a script without `if __name__ == '__main__':` and a "
+            "`DataLoader(..., num_workers=2)`: `RuntimeError: An attempt has been made to "
+            "start a new process before the current process has finished its bootstrapping "
+            "phase`, then `ConnectionResetError` (3.14) or `multiprocessing.TimeoutError` "
+            "after 120 s (3.15); or a `transform` lambda that cannot be pickled"
+        ),
+        cause=(
+            "Python 3.14 made `forkserver` multiprocessing's default start method on Linux; "
+            "MXNet starts its workers from the default, which was `fork` on every Python it "
+            "was released for"
+        ),
+        ours=(
+            "MXNet's workers fork unless the script chose a start method "
+            "(`set_start_method`); the script's own multiprocessing is untouched (patch "
+            "`dataloader_start_method`)"
+        ),
+    ),
+    Trap(
+        patch="dataloader_spawn",
+        check=None,
+        symptom=(
+            "`multiprocessing.set_start_method('spawn')` or `'forkserver'` and a "
+            "multi-worker `DataLoader`: every worker dies importing MXNet on NumPy 2 "
+            "(`np.PZERO was removed`) under pytest or `python -c`; with an NDArray dataset "
+            "`ValueError: bad value(s) in fds_to_keep`, `Failed to map shared memory`, `Bad "
+            "file descriptor`, or a wait until MXNet's 120 s timeout"
+        ),
+        cause=(
+            "a spawned worker is a fresh interpreter that imports MXNet without mxcompat; "
+            "MXNet's NDArray reducer frees the shared-memory copy whose file descriptor the "
+            "process launch passes on after pickling"
+        ),
+        ours=(
+            "the worker imports mxcompat before it unpickles anything of MXNet, and the copy "
+            "stays alive until the worker has started; a lambda still gets pickle's error "
+            "(patch `dataloader_spawn`)"
+        ),
+    ),
+    Trap(
         patch="scipy_chisquare",
         check=None,
         symptom=(

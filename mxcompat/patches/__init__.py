@@ -23,6 +23,8 @@ ORDER = (
     "onnx",
     "trainer_kvstore_init",
     "dataloader_teardown",
+    "dataloader_start_method",
+    "dataloader_spawn",  # over dataloader_start_method: both stand in for the same module
     "scipy_chisquare",
     "exec_stack",
     "python_oo",
