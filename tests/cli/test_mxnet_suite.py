@@ -162,6 +162,9 @@ def test_a_file_cut_by_its_budget_is_judged_on_the_tests_both_sides_finished():
     assert report.over_budget(per_file) == {"test_x": 1}
 
 
+SIDES = ("reference", "candidate")
+
+
 def _result(tag, per_file, seconds):
     return {
         "release": tag,
@@ -213,6 +216,21 @@ def test_several_runs_of_a_release_make_one_row():
     text = report.markdown([first, second])
     assert text.startswith(report.ROW_HEAD + "\n| 1.3.1 | 3 |")
     assert "- passed/failed/skipped: reference 3/1/0, candidate 3/1/0; 300 s in 2 run(s)" in text
+
+
+def test_a_run_on_another_candidate_python_is_a_row_of_its_own():
+    records = {"test_io": {side: {"test_io.py::a": _rec("passed")} for side in SIDES}}
+    on_313 = _result("1.9.1", records, 60)
+    on_314 = dict(
+        _result("1.9.1", records, 120),
+        versions={"reference": "3.11.7 r", "candidate": "3.14.10 numpy 2.5.5"},
+    )
+    rows = [report.row(r) for r in report.merge([on_314, on_313])]
+    assert rows == [
+        "| 1.9.1 | 1 | 1 / 1 · 1 / 1 | none | none | 1 min |",
+        "| 1.9.1 on Python 3.14 | 1 | 1 / 1 · 1 / 1 | none | none | 2 min |",
+    ]
+    assert "### MXNet 1.9.1 on Python 3.14" in report.markdown([on_314])
 
 
 def test_each_allowed_difference_names_its_test_line():

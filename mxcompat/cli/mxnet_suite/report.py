@@ -122,18 +122,29 @@ def compare(per_file, allowed=None):
     return lines, differences, regressions, totals
 
 
+def label(result):
+    """The release, and the candidate's Python where it is not the default one (runs on
+    Python 3.14/3.15 are rows of their own, never merged with 3.13's)."""
+    text = result.get("versions", {}).get("candidate", "")
+    python = ".".join(text.split(" ", 1)[0].split(".")[:2]) if text else ""
+    if python and python != releases.CANDIDATE_PYTHON:
+        return "%s on Python %s" % (result["release"], python)
+    return result["release"]
+
+
 def merge(results):
-    """One result per release from several runs' results (a later run's file replaces an
-    earlier one's); a run that could not be made is kept as it is."""
+    """One result per release (and candidate Python) from several runs' results (a later
+    run's file replaces an earlier one's); a run that could not be made is kept as it is."""
     merged = {}
     results = [_without_deselected(r) for r in results]
     for r in results:
+        key = label(r)
         if "per_file" not in r:
-            merged.setdefault(r["release"], r)
+            merged.setdefault(key, r)
             continue
-        m = merged.get(r["release"])
+        m = merged.get(key)
         if m is None or "per_file" not in m:
-            merged[r["release"]] = dict(
+            merged[key] = dict(
                 r,
                 per_file=dict(r["per_file"]),
                 runs=1,
@@ -149,7 +160,12 @@ def merge(results):
             if text not in m["stacks"][side]:
                 m["stacks"][side].append(text)
     order = [rel.tag for rel in releases.RELEASES]
-    return [merged[t] for t in sorted(merged, key=lambda t: order.index(t) if t in order else 99)]
+
+    def rank(key):
+        release = merged[key]["release"]
+        return (order.index(release) if release in order else 99, key)
+
+    return [merged[k] for k in sorted(merged, key=rank)]
 
 
 def _without_deselected(result):
@@ -175,7 +191,7 @@ def _judge(result):
 def row(result):
     """The README's line of one release."""
     if "per_file" not in result:
-        return "| %s | could not be run: %s | | | | |" % (result["release"], result["error"][:200])
+        return "| %s | could not be run: %s | | | | |" % (label(result), result["error"][:200])
     allowed, _, differences, _, totals = _judge(result)
     # Every judged test is counted once in its side's passed/failed/skipped.
     runs = {side: sum(counts) for side, counts in totals.items()}
@@ -185,7 +201,7 @@ def row(result):
     other = [d for d in differences if not d["numpy_change"] and d not in fixed]
     cut = over_budget(result["per_file"])
     return "| %s | %d%s | %d / %d · %d / %d | %s | %s | %d min |" % (
-        result["release"],
+        label(result),
         len(result["per_file"]),
         " (%d to the budget)" % len(cut) if cut else "",
         totals["reference"][0],
@@ -226,7 +242,7 @@ def section(result):
     stack = releases.REFERENCE_STACK.get(result["release"], {})
     per_file = result["per_file"]
     out = [
-        "### MXNet %s" % result["release"],
+        "### MXNet %s" % label(result),
         "",
         "- reference: Python %s" % _stacks(result, "reference"),
         "- candidate: Python %s" % _stacks(result, "candidate"),
