@@ -30,8 +30,8 @@ except ImportError:
 needs_onnx = pytest.mark.skipif(
     onnxruntime is None,
     reason="needs onnx and onnxruntime (the onnx extra; tox.ini installs "
-    "them in mx151, mx180, mx191, py313-mxnet191-numpylatest, "
-    "py313-mxnet131-numpy21)",
+    "them in mx151, mx180, mx191, py313/py314-mxnet191-numpylatest, "
+    "py313-mxnet131-numpy21; onnxruntime has no wheel for Python 3.15)",
 )
 # onnx.mapping went away in onnx 1.19: there MXNet's exporter fails without mxcompat.
 ONNX_HAS_MAPPING = onnx is not None and hasattr(onnx, "mapping")
