@@ -80,7 +80,7 @@ def _unpickled(function):
     return Bootstrap(function)
 
 
-_worker_release_registered = []
+_worker_release_registered: list[bool] = []
 
 
 def _release_worker_arrays():
@@ -144,9 +144,9 @@ class Started(wrapt.ObjectProxy):
 # the pickling of the process to the end of its launch, when the child holds its own
 # descriptors (release_launched, after every start; weak keys: a launch that failed goes
 # with its Popen).
-_kept = weakref.WeakKeyDictionary()
+_kept: weakref.WeakKeyDictionary[object, list] = weakref.WeakKeyDictionary()
 _kept_lock = threading.Lock()
-_release_registered = []
+_release_registered: list[bool] = []
 
 
 def release_launched():
@@ -203,7 +203,7 @@ def _reducers():
     return pairs
 
 
-_replaced = {}  # array class -> MXNet's reducer, while ours stands in ForkingPickler's table
+_replaced: dict = {}  # array class -> MXNet's reducer, while ours stands in ForkingPickler's table
 
 
 def _table():
