@@ -65,7 +65,12 @@ def candidate_python(release, python_version=releases.CANDIDATE_PYTHON):
         + list(releases.MXNET_EXTRAS)
         + list(release.candidate_tools)
         + ["wrapt>=1.14", "looseversion>=1.3"],
-        ["--only-binary", ":all:", releases.CANDIDATE_NUMPY] + list(releases.SCIENCE),
+        ["--only-binary", ":all:", releases.CANDIDATE_NUMPY]
+        + [
+            p
+            for p in releases.SCIENCE
+            if p not in releases.SCIENCE_WITHOUT_WHEELS.get(python_version, ())
+        ],
     ]
     python = envs.cached(cache_dir(), envs.safe_name(name), python_version, steps)
     uv = envs.find_uv()
