@@ -2,6 +2,7 @@
 and exit (MXNet 1.4+), where MXNet's own ``__del__`` kills them with ``terminate()`` and can
 hang the process."""
 
+import contextlib
 import gc
 import signal
 import time
@@ -41,10 +42,26 @@ def _dropped_workers():
     return [p.exitcode for p in workers]
 
 
+@contextlib.contextmanager
+def _forking():
+    # Python 3.14+ defaults to forkserver, where only mxcompat (dataloader_start_method)
+    # makes MXNet's workers fork; unpatched, the test chooses fork itself, as every Python
+    # MXNet was released for did, and gives the choice back after.
+    import multiprocessing
+
+    before = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method("fork", force=True)
+    try:
+        yield
+    finally:
+        multiprocessing.set_start_method(before, force=True)
+
+
 @POOL
 def test_mxnet_kills_the_workers_of_a_dropped_loader(unpatched):
     # MXNet's own teardown: terminate(), a SIGTERM wherever each worker is (the race).
-    assert _dropped_workers() == [-signal.SIGTERM] * 2
+    with _forking():
+        assert _dropped_workers() == [-signal.SIGTERM] * 2
 
 
 @POOL
