@@ -28,6 +28,7 @@ import sys
 import tempfile
 
 from mxcompat._core import versions as _versions
+from mxcompat.patches import exec_stack
 
 from . import numpy_reference
 
@@ -127,26 +128,13 @@ def reference_python(numpy_version):
     )
 
 
-def _executable_stack_allowed(env):
-    # Plain MXNet 1.3-1.6 cannot load on glibc >= 2.41 (its libmxnet.so asks for an executable
-    # stack): the reference, which must run without mxcompat, gets glibc's own switch (2.42+),
-    # read at process start.  It changes the stack's permissions only, not a computation.
-    from mxcompat.patches import exec_stack
-
-    if not exec_stack.glibc_refuses():
-        return env
-    env = dict(os.environ if env is None else env)
-    tunables = [t for t in env.get("GLIBC_TUNABLES", "").split(":") if t]
-    env["GLIBC_TUNABLES"] = ":".join(tunables + ["glibc.rtld.execstack=2"])
-    return env
-
-
 def compute_reference(python, env):
     """Run ``numpy_reference.compute()`` with plain MXNet in ``python`` (a fresh process with
     ``env``), and return its results."""
     fd, out = tempfile.mkstemp(suffix=".npz", prefix="mxcompat-reference-")
     os.close(fd)
-    env = _executable_stack_allowed(env)
+    # Plain MXNet 1.3-1.6 cannot load on glibc >= 2.41: the reference gets glibc's switch.
+    env = exec_stack.without_mxcompat(dict(os.environ if env is None else env))
     try:
         proc = subprocess.run(
             [python, os.path.join(HERE, "numpy_reference.py"), out],

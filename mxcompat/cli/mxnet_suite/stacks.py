@@ -163,10 +163,6 @@ def _side_env(run_dir, side, file):
             "PYTHONPATH": os.path.join(run_dir, side),
             "SUITE_RECORD": os.path.join(run_dir, side, file + ".jsonl"),
             "SUITE_SKIP_IDS": os.path.join(run_dir, side, file + ".skip.json"),
-            # The reference is MXNet as released: where glibc (2.41+) refuses the executable
-            # stack its library asks for, the loader's own switch gives back the old rule
-            # (older glibcs ignore an unknown tunable).  The candidate gets mxcompat's fix.
-            **({"GLIBC_TUNABLES": "glibc.rtld.execstack=2"} if side == "reference" else {}),
             # Two shared cores: one OpenMP thread per process.
             "OMP_NUM_THREADS": "1",
             "MXNET_SUBGRAPH_VERBOSE": "0",
@@ -178,4 +174,10 @@ def _side_env(run_dir, side, file):
             "PYTHONDONTWRITEBYTECODE": "1",
         }
     )
+    if side == "reference":
+        # MXNet as released: glibc's own switch where it refuses 1.3-1.6's executable stack
+        # (the candidate gets mxcompat's fix).
+        from ...patches import exec_stack
+
+        env = exec_stack.without_mxcompat(env)
     return env

@@ -104,6 +104,17 @@ def glibc_refuses():
     return not _stack_already_executable()
 
 
+def without_mxcompat(env):
+    """``env`` (a dict) for a process that must load MXNet as released, without mxcompat (a
+    reference run): where glibc refuses the executable stack 1.3-1.6's library asks for,
+    glibc's own switch (2.42+, read at process start) is added to the tunables it already
+    has.  It changes the stack's permissions only, never a computation."""
+    if not glibc_refuses():
+        return env
+    tunables = [t for t in env.get("GLIBC_TUNABLES", "").split(":") if t]
+    return dict(env, GLIBC_TUNABLES=":".join(tunables + ["glibc.rtld.execstack=2"]))
+
+
 def loadable(path):
     """The path of a library glibc loads in place of ``path``: ``path`` itself unless it asks
     for an executable stack, else its cleared copy (``path`` where none can be made, after one
