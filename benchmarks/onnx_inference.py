@@ -68,9 +68,9 @@ def _bench_export(table, net, shape, label, reps):
     symbol = net._cached_graph[1]
     params = {p.name: p.data() for p in net.collect_params().values()}
     path = os.path.join(workdir, "m.onnx")
-    from mxcompat._core import facts as _compat
+    from mxcompat._core import facts
 
-    if _compat.since(_compat.MX_ONNX_PACKAGE):
+    if facts.since(facts.MX_ONNX_PACKAGE):
         export = mx.onnx.export_model
     else:
         export = mx.contrib.onnx.export_model

@@ -14,7 +14,7 @@ PYTEST_DONT_REWRITE
 import _thread
 import sys as _sys
 
-from ._core import hooks as _preimport
+from ._core import hooks as _hooks
 from ._core import settings as _settings
 
 # pytest marks the packages of its plugins for assertion rewriting and warns about one already
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from .freeze import frozen_report as frozen_report
     from .freeze import is_frozen as is_frozen
     from .freeze import unfreeze as unfreeze
-    from .legacy_numpy import numpy_legacy as numpy_legacy
+    from .numpy_legacy import numpy_legacy as numpy_legacy
     from .onnx.export import to_onnx as to_onnx
 
 # Public name -> (module, attribute).
@@ -78,7 +78,7 @@ _PUBLIC = {
     "frozen_patterns": ("freeze", "frozen_patterns"),
     "frozen_report": ("freeze", "frozen_report"),
     "is_frozen": ("freeze", "is_frozen"),
-    "numpy_legacy": ("legacy_numpy", "numpy_legacy"),
+    "numpy_legacy": ("numpy_legacy", "numpy_legacy"),
     "patch": ("_core.registry", "patch"),
     "patch_names": ("_core.registry", "names"),
     "patched": ("_core.registry", "patched"),
@@ -92,7 +92,7 @@ _PUBLIC = {
 
 # The opt-in for users' own NumPy code registers no patch, but reads MXCOMPAT_NUMPY_LEGACY when
 # imported: it is loaded with the patches (whose stacking order is mxcompat.patches.ORDER).
-_AFTER_PATCHES = ("legacy_numpy",)
+_AFTER_PATCHES = ("numpy_legacy",)
 # convert.quantize registers nothing: imported at the first use of `quantize`.
 
 _load_lock = _thread.RLock()
@@ -156,7 +156,7 @@ def __dir__():
     return sorted(set(globals()) | set(_PUBLIC))
 
 
-_preimport.install(_load)
+_hooks.install(_load)
 # Settings from the environment are read (and a bad one warned about) at `import mxcompat`, as
 # always: loading at once costs only the programs that set them.
 if "mxnet" in _sys.modules or _settings.any_read_at_import():

@@ -21,8 +21,7 @@ import pytest
 
 import mxcompat
 
-from ._core import facts as _compat
-from ._core import registry as _patching
+from ._core import facts, registry
 
 # Every patch registered (and the environment's settings applied) at the plugin's import, as
 # always: the header and the traps-handled section name them.
@@ -84,7 +83,7 @@ def pytest_report_header(config):
     ]
     if imported:
         try:
-            features = _compat.build_features()
+            features = facts.build_features()
         except Exception as exc:  # pylint: disable=broad-except
             features = "unknown (%s: %s)" % (type(exc).__name__, exc)
         if features is None:
@@ -101,7 +100,7 @@ def pytest_report_header(config):
 def _release(version):
     """``'1.5.1.post0'`` -> ``'1.5.1'``: specifiers are matched against the release, so
     ``<1.5.1`` and ``>1.5.1`` mean what they say for a post release too."""
-    parsed = _compat.parse_version(version)
+    parsed = facts.parse_version(version)
     return None if parsed is None else ".".join(str(p) for p in parsed)
 
 
@@ -151,7 +150,7 @@ def mxcompat_frozen():
 
 
 class _Traps:
-    """Counts what the patches handle (``_patching.record``) per patch and per test."""
+    """Counts what the patches handle (``registry.record``) per patch and per test."""
 
     def __init__(self, strict):
         self.strict = strict
@@ -160,7 +159,7 @@ class _Traps:
         self.current = None
         self.in_test = {}
         self._listener = self._record
-        _patching.add_listener(self._listener)
+        registry.add_listener(self._listener)
 
     def _record(self, name):
         self.counts[name] = self.counts.get(name, 0) + 1
@@ -201,7 +200,7 @@ class _Traps:
         tr.write_sep("=", "legacy MXNet traps handled by mxcompat")
         rows = [
             (name, str(self.counts[name]), self.first[name])
-            for name in _patching.names()
+            for name in registry.names()
             if name in self.counts
         ]
         widths = [
@@ -217,4 +216,4 @@ class _Traps:
         )
 
     def pytest_unconfigure(self, config):
-        _patching.remove_listener(self._listener)
+        registry.remove_listener(self._listener)

@@ -22,8 +22,7 @@ for _name in _stray:
     del os.environ[_name]
 
 import mxcompat  # noqa: E402
-from mxcompat._core import facts as _compat  # noqa: E402
-from mxcompat._core import log as _log  # noqa: E402
+from mxcompat._core import facts, log  # noqa: E402
 
 if _stray:
     # mxcompat's pytest plugin imported it before this file ran, with those switches.
@@ -32,19 +31,19 @@ if _stray:
 
 import mxnet as mx  # noqa: E402  (after mxcompat: the patches land at this import)
 
-MX_VERSION = _compat.parse_version(mx.__version__)
+MX_VERSION = facts.parse_version(mx.__version__)
 
 # The repository's root (the tests sit one folder deeper, as the package's parts do).
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# The oneDNN FullyConnected fact (_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS): the builds where
+# The oneDNN FullyConnected fact (facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS): the builds where
 # a weight's grad_req 'null' stops its bias (there mxcompat keeps the weight's gradient), and
 # whether oneDNN's kernels really run (not with MXNET_MKLDNN_ENABLED=0: MXNet then trains
 # the bias itself).
-ONEDNN_FC = _compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS) and "MKLDNN" in (
-    _compat.build_features() or ()
+ONEDNN_FC = facts.since(facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS) and "MKLDNN" in (
+    facts.build_features() or ()
 )
-ONEDNN_FC_RUNS = ONEDNN_FC and _compat.onednn_enabled()
+ONEDNN_FC_RUNS = ONEDNN_FC and facts.onednn_enabled()
 
 
 def reference_directives(page):
@@ -66,21 +65,21 @@ def applicable_patches():
         "distutils": sys.version_info >= (3, 12),
         "numpy2": numpy_major >= 2,
         "python_oo": sys.flags.optimize >= 2,
-        # Every 1.x release traps (_compat.INT_DIVISION_SIGFPE names no release that raises).
+        # Every 1.x release traps (facts.INT_DIVISION_SIGFPE names no release that raises).
         "int_division": True,
         # Every release asserts without a message; before UNBOUND_GET_PARAMS it also refuses
         # a loaded module, so the patch is needed on both sides of that fact.
         "unbound_get_params": True,
         # A Pool-based DataLoader (1.4+) is retired without terminate().
-        "dataloader_teardown": _compat.since(_compat.DATALOADER_WORKER_POOL),
+        "dataloader_teardown": facts.since(facts.DATALOADER_WORKER_POOL),
         # Where fork is no longer multiprocessing's default (Python 3.14+ on Linux).
         "dataloader_start_method": sys.platform.startswith("linux")
-        and _compat.python_since(_compat.PYTHON_FORKSERVER_DEFAULT),
+        and facts.python_since(facts.PYTHON_FORKSERVER_DEFAULT),
         "dataloader_spawn": sys.platform.startswith("linux"),
         # A dist Trainer's broadcast races its first pushpull from 1.7 only.
         # mxnet.test_utils' chisquare, where SciPy (imported by `import mxnet`) checks sums.
         "scipy_chisquare": getattr(mx.test_utils, "ss", None) is not None
-        and _compat.scipy_since(_compat.SCIPY_CHISQUARE_SUM_CHECK),
+        and facts.scipy_since(facts.SCIPY_CHISQUARE_SUM_CHECK),
         # glibc 2.41+ (unless told otherwise at start) refuses an executable-stack library.
         "exec_stack": glibc_refuses_exec_stack(),
     }
@@ -94,9 +93,7 @@ def glibc_refuses_exec_stack():
         name, _, number = (os.confstr("CS_GNU_LIBC_VERSION") or "").partition(" ")
     except (ValueError, OSError):
         return False
-    if name != "glibc" or _compat.parse_version(number)[:2] < (
-        _compat.GLIBC_DLOPEN_REFUSES_EXECSTACK
-    ):
+    if name != "glibc" or facts.parse_version(number)[:2] < (facts.GLIBC_DLOPEN_REFUSES_EXECSTACK):
         return False
     return "glibc.rtld.execstack=2" not in os.environ.get("GLIBC_TUNABLES", "")
 
@@ -143,11 +140,11 @@ def _patched_state():
     warnings, and ends so."""
     mxcompat.patch()
     mxcompat.unfreeze()
-    _log.reset_once()
+    log.reset_once()
     yield
     mxcompat.patch()
     mxcompat.unfreeze()
-    _log.reset_once()
+    log.reset_once()
 
 
 @pytest.fixture

@@ -24,8 +24,7 @@ from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import mxcompat  # noqa: E402
-from mxcompat._core import facts as _compat  # noqa: E402
-from mxcompat._core import log as _log  # noqa: E402
+from mxcompat._core import facts, log  # noqa: E402
 
 TRIED = collections.Counter()  # entry point -> inputs tried
 # Each example resets state itself (the autouse fixture runs once per test, not per example).
@@ -70,7 +69,7 @@ def _state():
 def _reset():
     mxcompat.patch()
     mxcompat.unfreeze()
-    _log.reset_once()
+    log.reset_once()
 
 
 def expect_one_error(call, types, where):
@@ -488,7 +487,7 @@ def test_to_onnx_wrong_models(model, path, rtol):
 
 # --- quantize -------------------------------------------------------------------------------
 
-QUANTIZE_RUNS = _compat.since(_compat.QUANTIZE_MODEL_MKLDNN) and _compat.has_mkldnn()
+QUANTIZE_RUNS = facts.since(facts.QUANTIZE_MODEL_MKLDNN) and facts.has_mkldnn()
 
 
 @SLOW

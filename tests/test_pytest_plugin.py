@@ -8,8 +8,7 @@ import pytest
 from conftest import mx
 
 import mxcompat
-from mxcompat._core import facts as _compat
-from mxcompat._core import registry as _patching
+from mxcompat._core import facts, registry
 
 pytest_plugins = ("pytester",)
 
@@ -38,7 +37,7 @@ def test_clean():
 
 
 def _features():
-    features = _compat.build_features()
+    features = facts.build_features()
     return "unknown (mxnet.runtime is MXNet 1.5+)" if features is None else ", ".join(features)
 
 
@@ -106,7 +105,7 @@ def test_the_mxnet_marker_runs_where_the_release_matches_and_says_why_elsewhere(
             pass
     """)
     result = pytester.runpytest("-p", "no:cacheprovider", "-rs", "-v")
-    release = _compat.parse_version(mx.__version__)
+    release = facts.parse_version(mx.__version__)
     in_16_to_18 = (1, 6) <= release[:2] < (1, 9)
     before_15 = release[:2] < (1, 5)
     result.assert_outcomes(
@@ -135,13 +134,13 @@ def test_the_mxnet_marker_matches_the_release_of_a_post_release():
 
 
 def test_record_counts_each_trap_handled_exactly():
-    before = _patching.handled().get("int_division", 0)
+    before = registry.handled().get("int_division", 0)
     x = mx.nd.array([1, 2], dtype="int32")
     for _ in range(3):
         with pytest.raises(ZeroDivisionError):
             x / 0.5
     (x / 2).wait_to_read()  # no trap: nothing counted
-    assert _patching.handled()["int_division"] == before + 3
+    assert registry.handled()["int_division"] == before + 3
 
 
 def test_the_end_of_the_run_lists_the_traps_handled_with_the_first_test(pytester):
@@ -255,9 +254,9 @@ def test_mxcompat_frozen_freezes_for_one_test_and_always_cleans_up(pytester):
 
 
 def _delta(name, action):
-    before = _patching.handled().get(name, 0)
+    before = registry.handled().get(name, 0)
     action()
-    return _patching.handled().get(name, 0) - before
+    return registry.handled().get(name, 0) - before
 
 
 def _no_label_module(label_names):

@@ -322,7 +322,7 @@ def peek_version(spec=None):
     """
     import re
 
-    from . import facts as _compat
+    from . import facts
 
     try:
         if spec is None:
@@ -336,7 +336,7 @@ def peek_version(spec=None):
                 with open(path) as f:
                     match = re.search(_VERSION_RE, f.read(), re.M)
                 if match:
-                    return _compat.parse_version(match.group(1))
+                    return facts.parse_version(match.group(1))
     except Exception:  # pylint: disable=broad-except
         _logger().debug("could not read mxnet's version before importing it", exc_info=True)
     return None

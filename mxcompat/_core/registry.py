@@ -19,8 +19,7 @@ from collections import OrderedDict
 import wrapt
 
 from ..patches import ORDER
-from . import facts as _compat
-from . import hooks, settings
+from . import facts, hooks, settings
 from .log import forget as _forget_warning
 from .log import logger, warn_once
 from .stacking import foreign_wrapper, raw_attribute, restore, wrapped_by
@@ -89,7 +88,7 @@ class Patch:
         self.before_import = before_import
 
     def applies_to(self, version):
-        return (self.since is None or _compat.since(self.since, version)) and (
+        return (self.since is None or facts.since(self.since, version)) and (
             self.when is None or bool(self.when())
         )
 
@@ -148,7 +147,7 @@ def _wanted_before_import(patch, version):
         return False
     if version is None:
         return True  # an MXNet 1.x fork without libinfo: act as for 1.x
-    return _compat.is_supported(version) and patch.applies_to(version)
+    return facts.is_supported(version) and patch.applies_to(version)
 
 
 def names() -> tuple[str, ...]:
@@ -286,13 +285,13 @@ def _sync(mx=None):
     mx = mx or _ready_mxnet()
     if mx is None:
         return
-    version = _compat.parse_version(getattr(mx, "__version__", ""))
-    if not _compat.is_supported(version):
+    version = facts.parse_version(getattr(mx, "__version__", ""))
+    if not facts.is_supported(version):
         if _wanted:
             warn_once(
                 "unsupported-version",
                 "mxcompat supports mxnet %s; the imported mxnet is %r, so nothing is "
-                "patched" % (_compat.SUPPORTED, getattr(mx, "__version__", None)),
+                "patched" % (facts.SUPPORTED, getattr(mx, "__version__", None)),
             )
         return
     desired = [

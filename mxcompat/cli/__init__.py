@@ -18,10 +18,7 @@ import sys
 
 from .. import __version__
 from .. import onnx as onnx_export
-from .._core import facts as _compat
-from .._core import registry as _patching
-from .._core import settings
-from .._core import traps as _traps
+from .._core import facts, registry, settings, traps
 from . import onnx as _onnx_command
 
 # mxcompat/_bootstrap: its sitecustomize.py starts every Python that `mxcompat run` starts.
@@ -98,7 +95,7 @@ def _parser():
         action="append",
         default=[],
         metavar="NAME",
-        help="do not apply patch NAME (one of: %s); repeatable" % ", ".join(_patching.names()),
+        help="do not apply patch NAME (one of: %s); repeatable" % ", ".join(registry.names()),
     )
 
     check = sub.add_parser("check", help="run a tiny real scenario per feature on this MXNet")
@@ -260,11 +257,11 @@ def _run(args, python, module, target, error):
                 check_pattern(item)
             except (TypeError, ValueError) as exc:
                 error("--freeze: %s" % exc)
-    unknown = [n for n in args.no_patch if n not in _patching.names()]
+    unknown = [n for n in args.no_patch if n not in registry.names()]
     if unknown:
         error(
             "--no-patch: unknown patch name(s) %s; known patches: %s"
-            % (", ".join(unknown), ", ".join(_patching.names()))
+            % (", ".join(unknown), ", ".join(registry.names()))
         )
     if module is not None:
         argv = [sys.executable] + python + ["-m", module] + target
@@ -321,12 +318,12 @@ def _patch_table():
             import mxnet as mx
     except Exception as exc:  # pylint: disable=broad-except
         error = "cannot import mxnet: %s: %s" % (type(exc).__name__, exc)
-    version = _compat.parse_version(getattr(mx, "__version__", ""))
-    supported = version is not None and _compat.is_supported(version)
-    active = _patching.patched()
+    version = facts.parse_version(getattr(mx, "__version__", ""))
+    supported = version is not None and facts.is_supported(version)
+    active = registry.patched()
     rows = []
-    for name in _patching.names():
-        patch = _patching.get(name)
+    for name in registry.names():
+        patch = registry.get(name)
         rows.append(
             {
                 "name": name,
@@ -336,7 +333,7 @@ def _patch_table():
                 "applies": bool(supported and patch.applies_to(version)),
                 "active": name in active,
                 # The legacy traps it handles, from the one list (docs/troubleshooting.md).
-                "traps": [t.symptom for t in _traps.for_patch(name)],
+                "traps": [t.symptom for t in traps.for_patch(name)],
             }
         )
     numpy = sys.modules.get("numpy")
@@ -346,7 +343,7 @@ def _patch_table():
         "python": platform.python_version(),
         "numpy": getattr(numpy, "__version__", None),
     }
-    documented = [t.symptom for t in _traps.for_patch(None)]
+    documented = [t.symptom for t in traps.for_patch(None)]
     return {"patches": rows, "documented": documented, "versions": versions, "error": error}
 
 

@@ -8,14 +8,14 @@ made, against 0.8 us and 1.9 us here (measured on MXNet 1.9.1), which is a third
 ``to_gluon(copy=False)`` adds to MXNet's own ``SymbolBlock``.
 
 The calls (``MXNDArrayGetContext``, ``MXNDArrayGetDType``, ``MXNDArrayCreateEx`` and the shape
-call of ``_compat.NDARRAY_SHAPE_EX``) are the same in 1.3.1 ... 1.9.1.  Builds with 64-bit
+call of ``facts.NDARRAY_SHAPE_EX``) are the same in 1.3.1 ... 1.9.1.  Builds with 64-bit
 tensor sizes (1.6+, ``INT64_TENSOR_SIZE``) take other shape types: there MXNet's own
 properties are used (``_Properties``, the same answers, tested side by side).
 """
 
 import ctypes
 
-from .._core import facts as _compat
+from .._core import facts
 from ._common import _mx
 
 
@@ -57,7 +57,7 @@ class _Direct:
         self._get_context = lib.MXNDArrayGetContext
         self._get_dtype = lib.MXNDArrayGetDType
         self._create = lib.MXNDArrayCreateEx
-        if _compat.since(_compat.NDARRAY_SHAPE_EX):
+        if facts.since(facts.NDARRAY_SHAPE_EX):
             self._get_shape, dim = lib.MXNDArrayGetShapeEx, ctypes.c_int
         else:
             self._get_shape, dim = lib.MXNDArrayGetShape, ctypes.c_uint
@@ -119,4 +119,4 @@ class _Direct:
 
 def reader():
     """The reader for one conversion."""
-    return _Properties() if _compat.int64_tensor_size() else _Direct()
+    return _Properties() if facts.int64_tensor_size() else _Direct()

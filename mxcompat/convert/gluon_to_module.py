@@ -5,7 +5,7 @@ optionally with a loss head so that it can ``fit``.
 
 from __future__ import annotations
 
-from .._core import facts as _compat
+from .._core import facts
 from ._common import (
     _check_bind_shapes,
     _check_contexts,
@@ -125,7 +125,7 @@ def to_module(
             "first" % _names(uninitialised),
         )
 
-    if not _compat.since(_compat.GLUON_AUX_WRITES_ORDERED):
+    if not facts.since(facts.GLUON_AUX_WRITES_ORDERED):
         # The last training step's BatchNorm statistics must land before anyone reads them.
         mx.nd.waitall()
     if loss is not None:

@@ -9,7 +9,7 @@ import functools
 import json
 import re
 
-from .._core import facts as _compat
+from .._core import facts
 from .._core.scope import SharedScope
 from ._common import _fail, _mx, _names
 
@@ -347,7 +347,7 @@ def _symbols_iterate_by_index():
     """Symbol iteration by index, as from 1.5, while a SymbolBlock is built: 1.3/1.4 iterate
     by name, and SymbolBlock.__init__ walks every internal node so (ResNet-50: ~120 ms).
     Two threads converting at once share the one change (``_core.scope.SharedScope``)."""
-    if _compat.since(_compat.SYMBOL_ITER_BY_INDEX):
+    if facts.since(facts.SYMBOL_ITER_BY_INDEX):
         yield
         return
     with _index_iteration:

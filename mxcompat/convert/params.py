@@ -5,7 +5,7 @@ Gluon has no public way to make existing NDArrays a Parameter's data (``set_data
 MXNet 1.3.1 ... 1.9.1) with arrays already where they belong.
 """
 
-from .._core import facts as _compat
+from .._core import facts
 from . import array_facts
 from ._common import _mx
 
@@ -34,16 +34,16 @@ class _Placement:
         self._marks = []
         # From 1.5 Parameter.dtype is a property whose setter casts the data; before, a plain
         # attribute.  Either way only the record is wanted here: the arrays already have it.
-        self._dtype_field = "_dtype" if _compat.since(_compat.PARAMETER_DTYPE_PROPERTY) else "dtype"
+        self._dtype_field = "_dtype" if facts.since(facts.PARAMETER_DTYPE_PROPERTY) else "dtype"
 
     def install(self, param, arrays, contexts=None, grads=None):
         """Make ``arrays`` (one per context) the data of ``param`` through Gluon's own
         ``_init_impl``, without copying.  Gradient buffers are reused when given, else
         allocated unfilled (``array_facts``)."""
-        facts = self._facts
-        shape, dtype, first_ctx = facts.facts(arrays[0])
+        reader = self._facts
+        shape, dtype, first_ctx = reader.facts(arrays[0])
         if contexts is None:
-            contexts = [first_ctx] if len(arrays) == 1 else facts.contexts(arrays)
+            contexts = [first_ctx] if len(arrays) == 1 else reader.contexts(arrays)
         param._shape = shape
         setattr(param, self._dtype_field, dtype)
         req = param.grad_req
@@ -67,7 +67,9 @@ class _Placement:
         if not own_grads:
             return
         param._grad = (
-            [facts.unallocated(shape, dtype, c) for c in contexts] if grads is None else list(grads)
+            [reader.unallocated(shape, dtype, c) for c in contexts]
+            if grads is None
+            else list(grads)
         )
         self._marks.append((param._data, param._grad, req))
 

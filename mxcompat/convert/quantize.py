@@ -12,7 +12,7 @@ interpreter at bind, so ``quantize`` refuses them up front with the reason.
 
 from __future__ import annotations
 
-from .._core import facts as _compat
+from .._core import facts
 from . import to_module
 from ._common import (
     _check_bind_shapes,
@@ -165,7 +165,7 @@ def quantize(
             raise ValueError("mxcompat.quantize: the module has no parameters yet")
         symbol = model.symbol
         data_names = list(model.data_names)
-        if model.binded or _compat.since(_compat.UNBOUND_GET_PARAMS):
+        if model.binded or facts.since(facts.UNBOUND_GET_PARAMS):
             arg_params, aux_params = model.get_params()
         else:
             arg_params, aux_params = model._arg_params, model._aux_params
@@ -187,7 +187,7 @@ def quantize(
                 "a Symbol and two dicts, not (%s)" % ", ".join(type(p).__name__ for p in model)
             )
         data_names = list(data_names or ["data"])
-    if quantized_dtype == "auto" and not _compat.since(_compat.QUANTIZE_AUTO_DTYPE):
+    if quantized_dtype == "auto" and not facts.since(facts.QUANTIZE_AUTO_DTYPE):
         raise ValueError(
             "mxcompat.quantize: quantized_dtype='auto' needs MXNet 1.5 or later "
             "(this is %s); use 'int8' or 'uint8'" % mx.__version__
@@ -205,7 +205,7 @@ def quantize(
         shapes = [(d.name, tuple(d.shape)) for d in calib_data.provide_data]
         _check_bind_shapes(symbol, data_names, [], shapes, None, where)
     if ctx.device_type == "cpu":
-        if not (_compat.since(_compat.QUANTIZE_MODEL_MKLDNN) and _compat.has_mkldnn()):
+        if not (facts.since(facts.QUANTIZE_MODEL_MKLDNN) and facts.has_mkldnn()):
             raise RuntimeError(
                 "mxcompat.quantize: MXNet %s runs quantized graphs on CPU only in a build with "
                 "MKLDNN (oneDNN) and quantize_model_mkldnn (the pip wheels from 1.7); this build "

@@ -18,8 +18,7 @@ bucket module must not turn today's registry into its own fixed names).  Patch n
 
 import threading
 
-from .._core import registry as _patching
-from .._core.registry import Patch, Target, register
+from .._core.registry import Patch, Target, is_active, register
 from . import registry
 from .module import module_param_names
 
@@ -89,7 +88,7 @@ class _FixedNamesAttribute:
             own is None
             or getattr(_local, "depth", 0)
             or not registry.state.patterns
-            or not _patching.is_active("freeze")
+            or not is_active("freeze")
         ):
             return own
         names = module_param_names(instance)

@@ -2,7 +2,7 @@
 
 On the oneDNN (MKLDNN) builds from MXNet 1.7 (the 1.7.0.post2, 1.8.0.post0 and 1.9.1 pip
 wheels), FullyConnected's backward skips the *bias* gradient when the weight's ``grad_req`` is
-``'null'`` (``_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS``).  A Module's ``fixed_param_names``
+``'null'`` (``facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS``).  A Module's ``fixed_param_names``
 gives that ``'null'``, so plain MXNet silently keeps ``fc1_bias`` fixed too.
 
 With this patch, ``Module.bind`` leaves such a weight off ``'null'`` when its bias gets a
@@ -34,7 +34,7 @@ import json
 import threading
 import weakref
 
-from .._core import facts as _compat
+from .._core import facts
 from .._core.log import logger
 from .._core.registry import Patch, Target, record, register
 from .._core.util import bind_arguments
@@ -50,7 +50,7 @@ DOC = (
 def affected_build():
     """Whether the imported mxnet is a release and build whose oneDNN FullyConnected stops
     the bias of a weight with grad_req 'null'."""
-    return _compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS) and _compat.has_mkldnn()
+    return facts.since(facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS) and facts.has_mkldnn()
 
 
 def runs_onednn_on(contexts):
@@ -184,11 +184,11 @@ register(
     Patch(
         PATCH,
         DOC,
-        when=_compat.has_mkldnn,
+        when=facts.has_mkldnn,
         targets=[
             Target("mxnet.module.module", "Module.bind", _wrap_bind),
             Target("mxnet.module.module", "Module.reshape", _wrap_reshape),
         ],
-        since=_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS,
+        since=facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS,
     )
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pprint
 
-from .._core import registry as _patching
+from .._core.registry import is_active
 from . import registry
 
 # Names for annotations only: type checkers take this block as run, Python never runs it.
@@ -124,7 +124,7 @@ def _dtype_name(dtype):
 
 def _statistic_frozen(name):
     # A statistic holds still only while the frozen_statistics patch is on.
-    return _patching.is_active("frozen_statistics") and registry.is_frozen(name)
+    return is_active("frozen_statistics") and registry.is_frozen(name)
 
 
 def _merged(parts):

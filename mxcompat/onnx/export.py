@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .._core import facts as _compat
+from .._core import facts
 from ..convert._common import _check_flag, _check_shape, _fail, _infer_shapes, _mx, _names
 from ..convert.graph import (
     _block_graph,
@@ -121,7 +121,7 @@ def _from_block(block):
             "parameter(s) %s of the block are not initialised; call "
             "initialize() and run one forward pass first" % _names(unset),
         )
-    if not _compat.since(_compat.GLUON_AUX_WRITES_ORDERED):
+    if not facts.since(facts.GLUON_AUX_WRITES_ORDERED):
         _mx().nd.waitall()  # the last training step's BatchNorm statistics (see convert)
     return symbol, {n: params[n]._data[0] for n in used}, names, {}
 
@@ -226,11 +226,11 @@ def _graph_proto(graph_class, symbol, params, shapes, opset):
     onnx = sys.modules["onnx"]
     float_type = onnx.TensorProto.FLOAT
     converter = graph_class()
-    if _compat.since(_compat.MX_ONNX_PACKAGE):
+    if facts.since(facts.MX_ONNX_PACKAGE):
         return converter.create_onnx_graph_proto(
             symbol, params, shapes, [float_type] * len(shapes), opset_version=opset, dynamic=False
         )
-    if _compat.since(_compat.ONNX_EXPORT_OPSET_ARG):
+    if facts.since(facts.ONNX_EXPORT_OPSET_ARG):
         return converter.create_onnx_graph_proto(
             symbol, params, shapes, float_type, opset_version=opset
         )

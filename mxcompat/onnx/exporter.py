@@ -8,7 +8,7 @@ import types
 
 import wrapt
 
-from .._core import facts as _compat
+from .._core import facts
 from .._core.scope import SharedScope
 
 INSTALL_HINT = "pip install 'mxcompat[onnx]'  (or: pip install onnx onnxruntime)"
@@ -158,7 +158,7 @@ def _exporting(opset):
 def _graph_class():
     module = (
         "mxnet.onnx.mx2onnx._export_onnx"
-        if _compat.since(_compat.MX_ONNX_PACKAGE)
+        if facts.since(facts.MX_ONNX_PACKAGE)
         else "mxnet.contrib.onnx.mx2onnx.export_onnx"
     )
     __import__(module)
@@ -167,9 +167,9 @@ def _graph_class():
 
 def _opsets():
     """(lowest, highest) opset this release's exporter writes."""
-    version = _compat.mxnet_version()
-    for since, opsets in reversed(_compat.ONNX_EXPORT_OPSETS):
-        if _compat.since(since, version):
+    version = facts.mxnet_version()
+    for since, opsets in reversed(facts.ONNX_EXPORT_OPSETS):
+        if facts.since(since, version):
             return opsets
     raise RuntimeError("mxcompat: no ONNX exporter known for mxnet %s" % (version,))
 
@@ -177,7 +177,7 @@ def _opsets():
 def _converters(graph_class, opset):
     """{op name: converter} MXNet's exporter has at ``opset``."""
     registry = graph_class.registry_
-    if not _compat.since(_compat.ONNX_REGISTRY_BY_OPSET):
+    if not facts.since(facts.ONNX_REGISTRY_BY_OPSET):
         return dict(registry)
     ops = {}
     # 1.9 falls back from the opset asked to older ones (to 12), as convert_layer does.
@@ -189,7 +189,7 @@ def _converters(graph_class, opset):
 def _export_opset(kwargs):
     """The opset an ``export_model`` call writes: the one asked for (1.8's
     ``opset_version``), else the newest this release's exporter knows."""
-    asked = kwargs.get("opset_version") if _compat.since(_compat.ONNX_EXPORT_OPSET_ARG) else None
+    asked = kwargs.get("opset_version") if facts.since(facts.ONNX_EXPORT_OPSET_ARG) else None
     return asked if asked is not None else _opsets()[1]
 
 

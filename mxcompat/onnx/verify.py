@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from .._core import facts as _compat
+from .._core import facts
 from .._core.scope import SharedScope
 from ..convert._common import _mx
 from .exporter import _import_onnxruntime
@@ -126,7 +126,7 @@ def _no_subgraph_backend():
     """MXNet's oneDNN builds (1.7+) partition a graph into fused subgraphs at bind; one whose
     inner outputs are all graph outputs fails to bind ("in_arg_ctx_map").  MXNet reads
     MXNET_SUBGRAPH_BACKEND at each bind: off for this one (a diagnosis, after a failure)."""
-    if not _compat.has_mkldnn():  # 1.5 refuses the name NONE; without oneDNN, no partition
+    if not facts.has_mkldnn():  # 1.5 refuses the name NONE; without oneDNN, no partition
         yield
         return
     with _subgraph_off:

@@ -40,7 +40,7 @@ import weakref
 
 import wrapt
 
-from .._core import facts as _compat
+from .._core import facts
 from .._core.registry import Patch, Target, record, register
 
 PATCH = "dataloader_spawn"
@@ -245,7 +245,7 @@ register(
     Patch(
         PATCH,
         DOC,
-        since=_compat.DATALOADER_DEFAULT_START_METHOD,
+        since=facts.DATALOADER_DEFAULT_START_METHOD,
         when=linux,
         targets=[Target(_MODULE, "multiprocessing", proxy=SpawnReady)],
         on_apply=_install,

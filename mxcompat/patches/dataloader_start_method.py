@@ -41,7 +41,7 @@ import types
 
 import wrapt
 
-from .._core import facts as _compat
+from .._core import facts
 from .._core.registry import Patch, Target, record, register
 
 PATCH = "dataloader_start_method"
@@ -98,7 +98,7 @@ def default_is_not_fork():
     Linux): where MXNet's workers would no longer fork by default."""
     return (
         sys.platform.startswith("linux")
-        and _compat.python_since(_compat.PYTHON_FORKSERVER_DEFAULT)
+        and facts.python_since(facts.PYTHON_FORKSERVER_DEFAULT)
         and default_start_method() != "fork"
     )
 

@@ -39,7 +39,7 @@ The other places where MXNet's Python layer (1.3.1 … 1.9.1, read in full: only
 import sys
 import time
 
-from .._core import facts as _compat
+from .._core import facts
 from .._core.registry import Patch, Target, record, register
 
 PATCH = "dataloader_teardown"
@@ -99,7 +99,7 @@ register(
     Patch(
         PATCH,
         DOC,
-        since=_compat.DATALOADER_WORKER_POOL,
+        since=facts.DATALOADER_WORKER_POOL,
         targets=[Target("mxnet.gluon.data.dataloader", "DataLoader.__del__", _wrap_del)],
     )
 )

@@ -1,6 +1,6 @@
 """An integer NDArray divided by zero raises ``ZeroDivisionError`` instead of killing Python.
 
-On every MXNet 1.x release (``_compat.INT_DIVISION_SIGFPE``) an integer division by 0 inside
+On every MXNet 1.x release (``facts.INT_DIVISION_SIGFPE``) an integer division by 0 inside
 MXNet's CPU kernels kills the process with SIGFPE: no exception, no traceback, no ``finally``
 block, no checkpoint written.  Two ways in, both with integer arrays (int8, uint8, int32,
 int64; bool divided by a scalar from 1.7):
@@ -32,7 +32,7 @@ values exist only inside the engine.  Patch name ``int_division``.
 import functools
 import math
 
-from .._core import facts as _compat
+from .._core import facts
 from .._core.registry import Patch, Target, record, register
 from .._core.util import bind_arguments
 
@@ -54,7 +54,7 @@ def _integer_types():
     return {
         "array": types,  # bool / bool is MXNet's own error, not a trap
         "scalar": (
-            types | frozenset((np.bool_,)) if _compat.since(_compat.BOOL_SCALAR_DIVISION) else types
+            types | frozenset((np.bool_,)) if facts.since(facts.BOOL_SCALAR_DIVISION) else types
         ),
     }
 
@@ -111,9 +111,7 @@ def _wrap_div_scalar(wrapped, instance, args, kwargs):
         bound = bind_arguments(wrapped, args, kwargs).arguments
         scalar = bound.get("scalar")
         is_int = bound.get("is_int", bound.get("kwargs", {}).get("is_int"))
-        in_float = (
-            is_int is not None and _false(is_int) and _compat.since(_compat.DIV_SCALAR_IS_INT)
-        )
+        in_float = is_int is not None and _false(is_int) and facts.since(facts.DIV_SCALAR_IS_INT)
         if not in_float and not _empty(bound["data"]) and scalar_becomes_zero(scalar, dtype):
             record(PATCH)
             raise ZeroDivisionError(
@@ -136,7 +134,7 @@ def _wrap_div_arrays(wrapped, instance, args, kwargs):
         if (
             getattr(rhs, "dtype", None) == dtype
             and not _empty(rhs)
-            and not (_empty(lhs) and _compat.since(_compat.EMPTY_DIVIDEND_RETURNS))
+            and not (_empty(lhs) and facts.since(facts.EMPTY_DIVIDEND_RETURNS))
         ):
             divisor = rhs.asnumpy()
             if not divisor.all():
@@ -155,9 +153,9 @@ def _wrap_div_arrays(wrapped, instance, args, kwargs):
 
 def _targets():
     targets = []
-    for name in _compat.INT_DIVISION_SIGFPE["scalar"]:
+    for name in facts.INT_DIVISION_SIGFPE["scalar"]:
         targets.append(Target("mxnet.ndarray._internal", name, _wrap_div_scalar))
-    for name in _compat.INT_DIVISION_SIGFPE["array"]:
+    for name in facts.INT_DIVISION_SIGFPE["array"]:
         # Each name where MXNet binds it: mx.nd.broadcast_div and mx.nd.op.broadcast_div (one
         # object, bound twice), mx.nd.sparse's own; the aliases _div/_Div in _internal only.
         modules = (

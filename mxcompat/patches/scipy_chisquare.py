@@ -39,8 +39,7 @@ import types
 
 import wrapt
 
-from .._core import facts as _compat
-from .._core import hooks
+from .._core import facts, hooks
 from .._core.registry import Patch, record, register
 
 PATCH = "scipy_chisquare"
@@ -89,7 +88,7 @@ class MXNetStats(wrapt.ObjectProxy):
 
         if np.sum(f_obs) != np.sum(f_exp):
             record(PATCH)  # where SciPy 1.7+ may raise (MXNet's integer counts compare exactly)
-        if _compat.scipy_since(_compat.SCIPY_CHISQUARE_SUM_CHECK_OPTION):
+        if facts.scipy_since(facts.SCIPY_CHISQUARE_SUM_CHECK_OPTION):
             return stats.chisquare(f_obs, f_exp, ddof, axis, sum_check=False)
         return pearson(f_obs, f_exp, ddof, axis)
 
@@ -129,15 +128,15 @@ def scipy_checks_sums():
     test_utils = sys.modules.get(TEST_UTILS)
     if test_utils is not None:
         # Its `ss` is None where MXNet could not import scipy.stats.
-        return test_utils.ss is not None and _compat.scipy_since(_compat.SCIPY_CHISQUARE_SUM_CHECK)
+        return test_utils.ss is not None and facts.scipy_since(facts.SCIPY_CHISQUARE_SUM_CHECK)
     if "scipy" in sys.modules:
-        return _compat.scipy_since(_compat.SCIPY_CHISQUARE_SUM_CHECK)
+        return facts.scipy_since(facts.SCIPY_CHISQUARE_SUM_CHECK)
     try:
         from importlib.metadata import PackageNotFoundError, version
     except ImportError:  # Python 3.7: only test_utils' own import tells
         return False
     try:
-        return _compat.scipy_since(_compat.SCIPY_CHISQUARE_SUM_CHECK, version("scipy"))
+        return facts.scipy_since(facts.SCIPY_CHISQUARE_SUM_CHECK, version("scipy"))
     except PackageNotFoundError:
         return False
 
@@ -146,7 +145,7 @@ register(
     Patch(
         PATCH,
         DOC,
-        since=_compat.MXNET_CHI_SQUARE_CHECK,
+        since=facts.MXNET_CHI_SQUARE_CHECK,
         when=scipy_checks_sums,
         on_apply=_on_apply,
         on_remove=_on_remove,

@@ -1,6 +1,6 @@
 """``Module.get_params()`` answers the same on every release: the parameters, or a clear error.
 
-From 1.6 (``_compat.UNBOUND_GET_PARAMS``) ``get_params()`` returns the parameters of a module
+From 1.6 (``facts.UNBOUND_GET_PARAMS``) ``get_params()`` returns the parameters of a module
 that has them without being bound (``Module.load(prefix, epoch)``, ``BucketingModule.load``);
 1.3–1.5 assert that the module is bound, so ``Module.load(...).get_params()`` (or
 ``save_checkpoint``/``save_params`` on it) fails with a bare ``AssertionError``.  With this
@@ -14,7 +14,7 @@ raises there), so a caller's ``except AssertionError`` keeps working.  Patch nam
 ``unbound_get_params``.
 """
 
-from .._core import facts as _compat
+from .._core import facts
 from .._core.registry import Patch, Target, record, register
 
 PATCH = "unbound_get_params"
@@ -42,11 +42,7 @@ def _wrap_get_params(cls):
         if not instance.params_initialized:
             record(PATCH)
             raise _not_ready(instance, cls)
-        if (
-            cls == "Module"
-            and not instance.binded
-            and not _compat.since(_compat.UNBOUND_GET_PARAMS)
-        ):
+        if cls == "Module" and not instance.binded and not facts.since(facts.UNBOUND_GET_PARAMS):
             # What 1.6+ return here: unbound, nothing was computed on a device since load.
             record(PATCH)
             return instance._arg_params, instance._aux_params

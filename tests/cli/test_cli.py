@@ -23,9 +23,7 @@ from conftest import (
 )
 
 import mxcompat
-from mxcompat._core import facts as _compat
-from mxcompat._core import registry as _patching
-from mxcompat._core import traps as _traps
+from mxcompat._core import facts, registry, traps
 from mxcompat.cli import BOOTSTRAP
 
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -308,7 +306,7 @@ def test_check_int_division_and_get_params_fail_when_their_patches_are_off():
     assert (by_name["unbound_get_params"]["status"], by_name["unbound_get_params"]["detail"]) == (
         "failed",
         "AssertionError: get_params() with no parameters: AssertionError('')"
-        if _compat.since(_compat.UNBOUND_GET_PARAMS)
+        if facts.since(facts.UNBOUND_GET_PARAMS)
         else "AssertionError: Module.load(...).get_params() before bind: AssertionError('')",
     )
     assert [r["name"] for r in report["results"] if r["status"] == "failed"] == [
@@ -742,10 +740,10 @@ def _expected_patches(active):
     rows = [
         {
             "name": n,
-            "fixes": " ".join(_patching.get(n).doc.split()),
+            "fixes": " ".join(registry.get(n).doc.split()),
             "applies": n in applicable_patches(),
             "active": n in active,
-            "traps": [t.symptom for t in _traps.TRAPS if t.patch == n],
+            "traps": [t.symptom for t in traps.TRAPS if t.patch == n],
         }
         for n in mxcompat.patch_names()
     ]
@@ -759,7 +757,7 @@ def _expected_patches(active):
         "patches": rows,
         "versions": versions,
         "error": None,
-        "documented": [t.symptom for t in _traps.TRAPS if t.patch is None],
+        "documented": [t.symptom for t in traps.TRAPS if t.patch is None],
     }
 
 

@@ -10,7 +10,7 @@ from conftest import mxcompat_cmd
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
-from mxcompat._core import versions as _versions
+from mxcompat._core import versions
 from mxcompat.cli import install
 
 
@@ -30,7 +30,7 @@ def test_it_picks_the_table_row_of_the_python():
 
 @pytest.mark.parametrize("python", ["3.14", "3.15"])
 def test_every_release_installs_on_python_314_and_315(python):
-    releases = sorted(set(c.mxnet for c in _versions.COMBINATIONS))
+    releases = sorted(set(c.mxnet for c in versions.COMBINATIONS))
     for mxnet in releases:
         c = install.choose("mxnet==" + mxnet, python)
         # No NumPy < 2 has wheels there: always --no-deps beside a NumPy 2 that has.
@@ -70,7 +70,7 @@ def test_latest_numpy_only_where_tested():
 
 
 def test_the_commands_are_the_table_lines():
-    c = _versions.by_name("py313-mxnet191-numpy24")
+    c = versions.by_name("py313-mxnet191-numpy24")
     pip = ["py", "-m", "pip", "install", "--disable-pip-version-check"]
     assert install.commands(c, "py", None, "o.txt") == [
         pip + ["--no-deps", "mxnet==1.9.1"],
@@ -109,20 +109,18 @@ def test_the_shipped_overrides_file_is_the_table():
             assert f.read() == install.overrides_text(mxnet)
 
 
-@pytest.mark.parametrize("mxnet", sorted(set(c.mxnet for c in _versions.COMBINATIONS)))
+@pytest.mark.parametrize("mxnet", sorted(set(c.mxnet for c in versions.COMBINATIONS)))
 def test_overrides_give_every_python_exactly_one_numpy(mxnet):
     # uv drops a requirement whose override's marker is false: no Python may be left without.
-    requirements = [Requirement(line) for line in _versions.overrides(mxnet)]
+    requirements = [Requirement(line) for line in versions.overrides(mxnet)]
     assert {r.name for r in requirements} == {"numpy"}
     for minor in range(6, 17):
         env = dict(default_environment(), python_version="3.%d" % minor)
         chosen = [str(r.specifier) for r in requirements if r.marker.evaluate(env)]
         assert len(chosen) == 1, (mxnet, minor, chosen)
-        rows = [
-            c for c in _versions.COMBINATIONS if c.mxnet == mxnet and c.python == "3.%d" % minor
-        ]
+        rows = [c for c in versions.COMBINATIONS if c.mxnet == mxnet and c.python == "3.%d" % minor]
         pinned = [c.numpy for c in rows if not c.latest]
-        expected = pinned[0] if pinned else _versions.wheel_numpy(mxnet)
+        expected = pinned[0] if pinned else versions.wheel_numpy(mxnet)
         assert str(Requirement(expected).specifier) == chosen[0], (mxnet, minor)
 
 

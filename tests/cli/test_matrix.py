@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT
 from support.reference_env import cache_dir
 
-from mxcompat._core import versions as _versions
+from mxcompat._core import versions
 from mxcompat.cli import matrix
 
 EXAMPLE = os.path.join(ROOT, "examples", "matrix_project")
@@ -323,7 +323,7 @@ def test_python_314_and_315_rows_say_where_they_run_or_why_not(tmp_path):
     proc = run_matrix(["--list", "--python", "3.14,3.15"], str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     rows = [line.split() for line in proc.stdout.splitlines() if not line.startswith(" ")]
-    expected = [c for c in _versions.COMBINATIONS if c.python in ("3.14", "3.15")]
+    expected = [c for c in versions.COMBINATIONS if c.python in ("3.14", "3.15")]
     assert [r[0] for r in rows] == [c.name for c in expected]
     for row, c in zip(rows, expected):
         found, _ = matrix.find_python(_UV, c.python)
@@ -358,9 +358,9 @@ class _Terminal:
 
 
 def test_the_live_display_redraws_one_line_per_env_in_place():
-    from mxcompat._core import versions as _versions
+    from mxcompat._core import versions
 
-    envs = [matrix.Env(_versions.by_name("mx191")), matrix.Env(_versions.by_name("mx131"))]
+    envs = [matrix.Env(versions.by_name("mx191")), matrix.Env(versions.by_name("mx131"))]
     envs[1].result, envs[1].reason = matrix.SKIPPED, "no Python 3.7 interpreter found"
     envs[1].first_failure = envs[1].reason
     out = _Terminal()
@@ -385,9 +385,9 @@ def test_the_live_display_redraws_one_line_per_env_in_place():
 
 
 def test_the_plain_display_prints_one_line_per_change():
-    from mxcompat._core import versions as _versions
+    from mxcompat._core import versions
 
-    env = matrix.Env(_versions.by_name("mx151"))
+    env = matrix.Env(versions.by_name("mx151"))
     out = _Terminal()
     display = matrix.PlainDisplay([env], out)
     env.state = "installing"

@@ -11,7 +11,7 @@ import pytest
 
 libcst = pytest.importorskip("libcst", reason="mxcompat scan needs libcst (extra 'scan')")
 
-from mxcompat._core import traps as _traps  # noqa: E402
+from mxcompat._core import traps  # noqa: E402
 from mxcompat.cli import scan  # noqa: E402
 from mxcompat.cli.scan import rules  # noqa: E402
 
@@ -243,7 +243,7 @@ def test_each_rule_names_one_trap_and_every_trap_seen_in_source_has_a_rule():
     runtime = [rules.find_trap(key) for key in rules.RUNTIME_ONLY]
     assert len(set(named)) == len(named)
     # Every trap of the one list is either found in source by a rule or needs a run to show.
-    assert sorted(map(_traps.TRAPS.index, named + runtime)) == list(range(len(_traps.TRAPS)))
+    assert sorted(map(traps.TRAPS.index, named + runtime)) == list(range(len(traps.TRAPS)))
 
 
 def test_fix_keeps_every_other_byte_and_the_encoding(tmpdir, capsys):

@@ -742,7 +742,7 @@ def test_unpatch_removes_the_methods_and_functions_still_work():
 
 def test_batchnorm_statistics_of_the_last_step_are_converted():
     # MXNet <= 1.7 does not order a read of BatchNorm's running statistics after the write of
-    # the training step just pushed (_compat.GLUON_AUX_WRITES_ORDERED); to_module waits.
+    # the training step just pushed (facts.GLUON_AUX_WRITES_ORDERED); to_module waits.
     # Without the wait about 1 run in 8 (1.3-1.6) or 3 in 4 (1.7) copies stale statistics: 60
     # runs miss a regression with probability 0.875**60 < 1e-3.
     x = data()
@@ -824,18 +824,18 @@ def _fact_arrays():
 
 
 def test_array_facts_match_mxnets_own_properties():
-    from mxcompat._core import facts as _compat
+    from mxcompat._core import facts
     from mxcompat.convert import array_facts
 
     # The pip wheels of every release are built with 32-bit shapes: the direct reader runs.
-    assert _compat.int64_tensor_size() is False
+    assert facts.int64_tensor_size() is False
     direct, own = array_facts.reader(), array_facts._Properties()
     assert type(direct) is array_facts._Direct
     arrays = _fact_arrays()
     for a in arrays:
-        facts = direct.facts(a)
-        assert facts == own.facts(a) == (a.shape, a.dtype, a.context)
-        assert type(facts[1]) is type(a.dtype) and isinstance(facts[2], mx.Context)
+        seen = direct.facts(a)
+        assert seen == own.facts(a) == (a.shape, a.dtype, a.context)
+        assert type(seen[1]) is type(a.dtype) and isinstance(seen[2], mx.Context)
     assert direct.contexts(arrays) == own.contexts(arrays)
     # One Context object per device, as a bound module's contexts are one list.
     assert direct.facts(arrays[0])[2] is direct.facts(arrays[2])[2]

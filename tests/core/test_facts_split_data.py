@@ -1,6 +1,6 @@
 """gluon.utils.split_data(..., even_split=False) differs between releases; mxcompat leaves it.
 
-Pinned per release from the facts (``_compat.SPLIT_DATA_*``, docs/differences.md, "Differences
+Pinned per release from the facts (``facts.SPLIT_DATA_*``, docs/differences.md, "Differences
 between releases"): where the remainder goes (the last slice up to 1.6, one row each to the first
 slices from 1.7) and what fewer rows than slices give.  Every patch is applied here: the
 outcome is MXNet's own, so these tests fail the day mxcompat (or MXNet) changes it.
@@ -10,10 +10,10 @@ import mxnet as mx
 import pytest
 from mxnet.gluon.utils import split_and_load, split_data
 
-from mxcompat._core import facts as _compat
+from mxcompat._core import facts
 
-SPREADS = _compat.since(_compat.SPLIT_DATA_SPREADS_REMAINDER)
-HAS_NP = _compat.since(_compat.NUMPY_SUBPACKAGE)
+SPREADS = facts.since(facts.SPLIT_DATA_SPREADS_REMAINDER)
+HAS_NP = facts.since(facts.NUMPY_SUBPACKAGE)
 
 
 def batch(rows, axis, front):
@@ -69,7 +69,7 @@ def test_where_the_remainder_goes(front, axis, rows, num_slice, before_1_7, from
 @pytest.mark.parametrize("axis", [0, 1])
 def test_fewer_rows_than_slices(front, axis):
     data = batch(2, axis, front)
-    if not _compat.since(_compat.SPLIT_DATA_FEWER_SLICES):
+    if not facts.since(facts.SPLIT_DATA_FEWER_SLICES):
         with pytest.raises(ValueError) as info:
             split_data(data, 4, batch_axis=axis, even_split=False)
         assert str(info.value) == (
@@ -82,7 +82,7 @@ def test_fewer_rows_than_slices(front, axis):
         parts = split_data(data, 4, batch_axis=axis, even_split=False)
         assert described(parts, axis) == [(1, 0), (1, 1)]
         return
-    if front == "np" or (axis == 0 and _compat.since(_compat.SPLIT_DATA_AXIS0_INDEXING)):
+    if front == "np" or (axis == 0 and facts.since(facts.SPLIT_DATA_AXIS0_INDEXING)):
         parts = split_data(data, 4, batch_axis=axis, even_split=False)
         assert described(parts, axis) == [(1, 0), (1, 1), (0, None), (0, None)]
         return

@@ -387,10 +387,10 @@ def test_a_failing_pre_import_action_warns_and_mxnet_imports(python):
         python,
         """
         import mxcompat
-        from mxcompat._core import hooks as _preimport
+        from mxcompat._core import hooks
         def boom(version):
             raise RuntimeError("broken pre-import step")
-        _preimport.register("labels", boom)
+        hooks.register("labels", boom)
         ours = our_warnings(import_mxnet)
         print(len(ours))
         print(ours[0])

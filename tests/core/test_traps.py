@@ -6,12 +6,12 @@ import os
 from conftest import ROOT
 
 import mxcompat
-from mxcompat._core import traps as _traps
+from mxcompat._core import traps
 from mxcompat.cli import check
 
 
 def test_the_troubleshooting_page_renders_the_list_and_holds_no_copy():
-    # docs/troubleshooting.md renders _traps.markdown() at build time (docs/test_built.py
+    # docs/troubleshooting.md renders traps.markdown() at build time (docs/test_built.py
     # checks every row in the built page); no page or README may keep a hand-made copy.
     from conftest import reference_directives
 
@@ -23,17 +23,17 @@ def test_the_troubleshooting_page_renders_the_list_and_holds_no_copy():
         if name.endswith(".md")
     ]:
         with open(path, encoding="utf-8") as f:
-            assert _traps.HEADER not in f.read(), path
+            assert traps.HEADER not in f.read(), path
 
 
 def test_every_patch_handles_a_trap_and_every_trap_names_a_real_patch():
     names = mxcompat.patch_names()
-    assert [n for n in names if not _traps.for_patch(n)] == []
-    assert [t.patch for t in _traps.TRAPS if t.patch is not None and t.patch not in names] == []
+    assert [n for n in names if not traps.for_patch(n)] == []
+    assert [t.patch for t in traps.TRAPS if t.patch is not None and t.patch not in names] == []
 
 
 def test_a_trap_with_a_patch_says_so_and_one_without_says_mxcompat_leaves_it():
-    for trap in _traps.TRAPS:
+    for trap in traps.TRAPS:
         if trap.patch is not None:
             assert "patch `%s`" % trap.patch in trap.ours, trap
         else:
@@ -42,13 +42,13 @@ def test_a_trap_with_a_patch_says_so_and_one_without_says_mxcompat_leaves_it():
 
 def test_every_check_a_trap_names_exists_and_every_patch_check_is_named():
     checks = [name for name, _, _ in check._checks]
-    assert [t.check for t in _traps.TRAPS if t.check is not None and t.check not in checks] == []
-    named = set(t.check for t in _traps.TRAPS)
+    assert [t.check for t in traps.TRAPS if t.check is not None and t.check not in checks] == []
+    named = set(t.check for t in traps.TRAPS)
     # quantize is a feature of mxcompat, not a trap of MXNet.
     assert [c for c in checks if c not in named] == ["quantize"]
 
 
 def test_markdown_rows_have_three_cells():
-    for line in _traps.markdown().splitlines()[2:]:
+    for line in traps.markdown().splitlines()[2:]:
         assert line.startswith("| ") and line.endswith(" |")
-    assert len(_traps.markdown().splitlines()) == len(_traps.TRAPS) + 2
+    assert len(traps.markdown().splitlines()) == len(traps.TRAPS) + 2

@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import ROOT
 
-from mxcompat._core import versions as _versions
+from mxcompat._core import versions
 
 TOX_INI = os.path.join(ROOT, "tox.ini")
 README = os.path.join(ROOT, "README.md")
@@ -89,17 +89,17 @@ def _combination_of(env):
         if factor in factors:
             factors.remove(factor)
             variant |= deps
-    return _versions.by_name("-".join(factors)), variant
+    return versions.by_name("-".join(factors)), variant
 
 
 @needs_checkout
 def test_every_combination_is_a_tox_env_and_every_tox_env_a_combination():
     envs = _tox_envs(_tox())
-    names = [c.name for c in _versions.COMBINATIONS]
+    names = [c.name for c in versions.COMBINATIONS]
     assert sorted(set(names)) == sorted(names)  # no name twice
     missing = [
         c.name
-        for c in _versions.COMBINATIONS
+        for c in versions.COMBINATIONS
         if c.name not in envs and c.python not in OUTSIDE_TOX_PYTHONS
     ]
     assert missing == []
@@ -169,7 +169,7 @@ def _no_deps_line(steps):
 
 def _table_rows():
     rows = []
-    for line in _versions.markdown().splitlines():
+    for line in versions.markdown().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 5 and "`" in cells[4]:
             rows.append(cells)
@@ -196,7 +196,7 @@ def test_the_supported_versions_table_shows_every_combination_as_the_table_says(
                 assert install == "`pip install %s %s mxcompat`" % tuple(
                     combination.install_steps()[0]
                 ), env
-    assert seen == set(c.name for c in _versions.COMBINATIONS)
+    assert seen == set(c.name for c in versions.COMBINATIONS)
 
 
 @needs_checkout
@@ -207,23 +207,23 @@ def test_the_supported_versions_page_renders_the_table():
 
 
 def test_install_steps():
-    assert _versions.by_name("mx191").install_lines() == ["pip install mxnet==1.9.1 numpy==1.23.5"]
-    assert _versions.by_name("py313-mxnet191-numpylatest").install_lines() == [
+    assert versions.by_name("mx191").install_lines() == ["pip install mxnet==1.9.1 numpy==1.23.5"]
+    assert versions.by_name("py313-mxnet191-numpylatest").install_lines() == [
         "pip install --no-deps mxnet==1.9.1",
         'pip install "numpy>=2" "requests<3" graphviz==0.8.4',
     ]
-    assert [c.name for c in _versions.COMBINATIONS if c.modern][:2] == [
+    assert [c.name for c in versions.COMBINATIONS if c.modern][:2] == [
         "py312-mxnet191-numpy126",
         "py313-mxnet191-numpy24",
     ]
     with pytest.raises(KeyError):
-        _versions.by_name("mx100")
+        versions.by_name("mx100")
 
 
 def test_the_readme_states_the_supported_range_declared_in_compat():
-    from mxcompat._core import facts as _compat
+    from mxcompat._core import facts
 
     with open(README) as f:
         text = f.read()
-    assert _compat.SUPPORTED == ">=1.3, <2"
-    assert "mxcompat supports `mxnet %s`" % _compat.SUPPORTED in text
+    assert facts.SUPPORTED == ">=1.3, <2"
+    assert "mxcompat supports `mxnet %s`" % facts.SUPPORTED in text

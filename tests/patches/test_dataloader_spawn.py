@@ -14,7 +14,7 @@ from conftest import glibc_refuses_exec_stack, mx, run_python
 from support import dataloader_kinds
 
 import mxcompat
-from mxcompat._core import facts as _compat
+from mxcompat._core import facts
 
 LINUX = pytest.mark.skipif(
     not sys.platform.startswith("linux"),
@@ -34,7 +34,7 @@ def _run(method, env=None, v1=True):
 
 def _expected_kinds(copies):
     kinds = {"mixed": "same copies %d" % copies}
-    if _compat.since(_compat.DATALOADER_WORKER_POOL):
+    if facts.since(facts.DATALOADER_WORKER_POOL):
         kinds["threads"] = "same copies 0"
     return kinds
 
@@ -58,7 +58,7 @@ def test_spawned_workers_read_every_kind_and_a_lambda_fails_in_the_parent(method
     got = _run(method, v1=method == "spawn")
     # One copy kept per spawned worker (two), none left once the workers have started.
     expected = dict(_expected_kinds(copies=2), kept="0")
-    if method == "spawn" and _compat.since(_compat.DATALOADER_WORKER_POOL):
+    if method == "spawn" and facts.since(facts.DATALOADER_WORKER_POOL):
         expected["v1"] = "same copies 2"
     assert {k: got.get(k) for k in expected} == expected
     # pickle's own error, raised in the parent before any worker starts: not a hang.
@@ -69,7 +69,7 @@ def test_spawned_workers_read_every_kind_and_a_lambda_fails_in_the_parent(method
 def _unpatched_spawn(dataset):
     """A spawned two-worker epoch of ``dataset`` (code making it from ``a``) without the
     patch, bounded in the child (MXNet's own timeout from 1.6, faulthandler's before)."""
-    timeout = ", timeout=10" if _compat.since(_compat.DATALOADER_TIMEOUT) else ""
+    timeout = ", timeout=10" if facts.since(facts.DATALOADER_TIMEOUT) else ""
     return run_python(
         """
         import faulthandler
@@ -97,7 +97,7 @@ def test_without_the_patch_the_ndarray_datasets_memory_is_gone_before_the_worker
 
 
 @LINUX
-@pytest.mark.skipif(not _compat.numpy_since(_compat.NUMPY_2), reason="needs NumPy 2")
+@pytest.mark.skipif(not facts.numpy_since(facts.NUMPY_2), reason="needs NumPy 2")
 @pytest.mark.mxnet(">=1.6", reason="before 1.6 a dead worker's batch is awaited forever")
 def test_without_the_patch_a_spawned_worker_dies_importing_mxnet_on_numpy_2():
     proc = _unpatched_spawn("mx.gluon.data.ArrayDataset(a)")
@@ -105,7 +105,7 @@ def test_without_the_patch_a_spawned_worker_dies_importing_mxnet_on_numpy_2():
     assert "multiprocessing.context.TimeoutError" in proc.stderr, proc.stderr[-3000:]
     # The worker's plain `import mxnet` dies at its first trap: where glibc refuses the
     # executable stack this release's library asks for, before it reaches NumPy.
-    if glibc_refuses_exec_stack() and not _compat.since(_compat.LIBMXNET_STACK_NOT_EXECUTABLE):
+    if glibc_refuses_exec_stack() and not facts.since(facts.LIBMXNET_STACK_NOT_EXECUTABLE):
         first = "cannot enable executable stack"
     else:
         first = "was removed in the NumPy 2.0 release"

@@ -16,11 +16,9 @@ from conftest import mx, mxcompat_cmd, run_python, subprocess_env, write
 from support import dataloader_kinds
 
 import mxcompat
-from mxcompat._core import facts as _compat
+from mxcompat._core import facts
 
-CHANGED = sys.platform.startswith("linux") and _compat.python_since(
-    _compat.PYTHON_FORKSERVER_DEFAULT
-)
+CHANGED = sys.platform.startswith("linux") and facts.python_since(facts.PYTHON_FORKSERVER_DEFAULT)
 NOT_FORK_DEFAULT = pytest.mark.skipif(
     not CHANGED,
     reason="multiprocessing's default start method is fork here (Linux before Python 3.14)",
@@ -42,7 +40,7 @@ def _legacy_epoch(proc):
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = dataloader_kinds.parse(proc.stdout)
     expected = {"mixed": "same copies 0", "lambda": "same copies 0", "kept": "0"}
-    if _compat.since(_compat.DATALOADER_WORKER_POOL):
+    if facts.since(facts.DATALOADER_WORKER_POOL):
         expected.update(v1="same copies 0", threads="same copies 0")
     assert {k: got.get(k) for k in expected} == expected
     # mxcompat forks MXNet's workers without fixing the default context (3.14+); before 3.14
@@ -82,7 +80,7 @@ def test_without_the_patch_an_unguarded_script_fails(tmpdir):
         print([b.asnumpy().tolist() for b in loader])
         """
         # MXNet's own bound on a batch, where it has one; the subprocess is bounded anyway.
-        % (", timeout=20" if _compat.since(_compat.DATALOADER_TIMEOUT) else ""),
+        % (", timeout=20" if facts.since(facts.DATALOADER_TIMEOUT) else ""),
     )
     try:
         proc = _python_script(
@@ -92,7 +90,7 @@ def test_without_the_patch_an_unguarded_script_fails(tmpdir):
     except subprocess.TimeoutExpired as hung:
         # Before DataLoader(timeout=) (1.6) a parent whose workers died waits for them for
         # ever where the interpreter does not end it (3.15): the trap is that hang.
-        if _compat.since(_compat.DATALOADER_TIMEOUT):
+        if facts.since(facts.DATALOADER_TIMEOUT):
             raise
         err = hung.stderr.decode() if isinstance(hung.stderr, bytes) else hung.stderr or ""
         code = None

@@ -28,7 +28,7 @@ from conftest import (
 )
 
 import mxcompat
-from mxcompat._core import facts as _compat
+from mxcompat._core import facts
 from mxcompat.patches import exec_stack
 from mxcompat.patches.exec_stack import copies, elf
 
@@ -101,7 +101,7 @@ def _small_copy(tmp_path, change=None):
 
 
 def test_installed_library_flag_is_the_fact():
-    wheel_asks = not _compat.since(_compat.LIBMXNET_STACK_NOT_EXECUTABLE)
+    wheel_asks = not facts.since(facts.LIBMXNET_STACK_NOT_EXECUTABLE)
     assert elf.stack(INSTALLED) == (elf.EXECUTABLE if wheel_asks else elf.NOT_EXECUTABLE)
     assert elf.stack_flags(INSTALLED) == (7 if wheel_asks else 6)  # RWE / RW
     readelf = shutil.which("readelf")
@@ -124,7 +124,7 @@ def test_every_wheel_library(release):
             "no mxnet %s wheel in %s (`pip download --no-deps mxnet==%s -d %s` adds it)"
             % (release, folder, release, folder)
         )
-    asks = not _compat.since(_compat.LIBMXNET_STACK_NOT_EXECUTABLE, _compat.parse_version(release))
+    asks = not facts.since(facts.LIBMXNET_STACK_NOT_EXECUTABLE, facts.parse_version(release))
     with zipfile.ZipFile(found[0]) as wheel:
         libraries = [
             n for n in wheel.namelist() if n.startswith("mxnet/") and ".so" in n.rsplit("/")[-1]

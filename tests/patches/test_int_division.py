@@ -1,7 +1,7 @@
 """int_division on real MXNet, each case in a fresh interpreter (a SIGFPE kills it).
 
 Unpatched (``MXCOMPAT_DISABLE_PATCHES=int_division``), MXNet dies with SIGFPE exactly where
-``_compat.INT_DIVISION_SIGFPE`` says, on every release; patched, the same code raises
+``facts.INT_DIVISION_SIGFPE`` says, on every release; patched, the same code raises
 ``ZeroDivisionError`` with mxcompat's message and the process exits 0.  Every other case gives
 what MXNet gives unpatched, compared value for value (and pinned where it is meaningful).
 """
@@ -15,7 +15,7 @@ import sys
 import pytest
 from conftest import MX_VERSION, subprocess_env
 
-from mxcompat._core import facts as _compat
+from mxcompat._core import facts
 
 X = [0, 3, 7, 100]  # a 0 in it for the reflected forms (0.5 / x)
 Y = [2, 0, 2, 3]  # an integer divisor holding a 0
@@ -23,7 +23,7 @@ INT_DTYPES = ["int32", "int64", "uint8", "int8"]
 # Scalars an integer array turns into 0 (truncation toward 0), and one it does not.
 ZERO_SCALARS = ["0.5", "0.0", "-0.3", "0"]
 SCALARS = ZERO_SCALARS + ["2"]
-HAS_NP = _compat.since(_compat.NUMPY_SUBPACKAGE)
+HAS_NP = facts.since(facts.NUMPY_SUBPACKAGE)
 
 RUNNER = r"""
 import json, re, sys, warnings
@@ -154,14 +154,14 @@ def trapping_cases():
                     ["raise", "ZeroDivisionError", scalar_message(dtype, shown), unchanged(dtype)],
                 )
             )
-    if _compat.since(_compat.BOOL_SCALAR_DIVISION):
+    if facts.since(facts.BOOL_SCALAR_DIVISION):
         out.append(
             (
                 case("r = x / 0.5", "bool"),
                 ["raise", "ZeroDivisionError", scalar_message("bool", "0.5"), unchanged("bool")],
             )
         )
-    if not _compat.since(_compat.DIV_SCALAR_IS_INT):
+    if not facts.since(facts.DIV_SCALAR_IS_INT):
         # Before 1.7 MXNet ignores is_int: it traps all the same.
         out.append(
             (
@@ -170,8 +170,8 @@ def trapping_cases():
             )
         )
     out = [(c, expected, signal.SIGFPE) for c, expected in out]
-    if not _compat.since(_compat.EMPTY_DIVIDEND_RETURNS) and MX_VERSION[:2] != (1, 5):
-        # An empty dividend still divides by the divisor's 0 (_compat.EMPTY_DIVIDEND_RETURNS);
+    if not facts.since(facts.EMPTY_DIVIDEND_RETURNS) and MX_VERSION[:2] != (1, 5):
+        # An empty dividend still divides by the divisor's 0 (facts.EMPTY_DIVIDEND_RETURNS);
         # 1.4 aborts on an empty broadcast_div whatever the divisor (its signal handler
         # reports a segmentation fault), which mxcompat's check comes before here.
         out.append(
@@ -248,9 +248,9 @@ def surviving_cases(front):
         out.append(case("r = mx.nd.zeros((0,), dtype='int32') / 0.5"))
         if MX_VERSION[:2] >= (1, 5):
             out.append(case(EMPTY_BROADCAST_DIV))
-        if _compat.since(_compat.DIV_SCALAR_IS_INT):
+        if facts.since(facts.DIV_SCALAR_IS_INT):
             out.append(case("r = mx.nd._internal._div_scalar(x, scalar=0.5, is_int=False)"))
-        if HAS_NP and not _compat.since(_compat.BOOL_SCALAR_DIVISION):
+        if HAS_NP and not facts.since(facts.BOOL_SCALAR_DIVISION):
             out.append(case("r = x / 0.5", "bool"))  # 1.6: MXNet's "Unknown type enum 7"
         if HAS_NP:
             out.append(case("r = x / y", "bool"))  # MXNet's error: no bool / bool
@@ -334,7 +334,7 @@ def test_what_mxnet_survives_is_left_as_it_is(front):
         assert by_code[("int32", "r = x / 1e10")][:3] == ["ok", "int32", "[0, 0, 0, 0]"]
         assert by_code[("int32", "r = x / y")][:2] == ["raise", "MXNetError"]
         assert "Incompatible attr" in by_code[("int32", "r = x / y")][2]
-        if _compat.since(_compat.DIV_SCALAR_IS_INT):
+        if facts.since(facts.DIV_SCALAR_IS_INT):
             out = by_code[("int32", "r = mx.nd._internal._div_scalar(x, scalar=0.5, is_int=False)")]
             assert out[0] == "ok" and out[2] == "[0.0, 6.0, 14.0, 200.0]"
     else:

@@ -21,7 +21,7 @@ from conftest import MX_VERSION, subprocess_env
 from support import mxnet_numpy_uses, mxnet_scalar_conversions, numpy_reference, reference_env
 
 import mxcompat
-from mxcompat._core import facts as _compat
+from mxcompat._core import facts
 from mxcompat.patches import distutils as distutils_compat
 from mxcompat.patches import numpy2
 from mxcompat.patches import numpy_names as numpy_compat
@@ -449,7 +449,7 @@ def test_distutils_rule_import_order_and_opt_out(python):
     on = python(probe).stdout.split()
     assert on == ["ModuleNotFoundError", "mxnet", mx.__version__, "yes", "True"]
     off = python(probe, env={"MXCOMPAT_DISABLE_PATCHES": "distutils"}).stdout.split()
-    if _compat.since(_compat.MXNET_IMPORTS_DISTUTILS):  # MXNet needs it itself
+    if facts.since(facts.MXNET_IMPORTS_DISTUTILS):  # MXNet needs it itself
         assert off == ["ModuleNotFoundError", "mxnet"] + ["ModuleNotFoundError"] * 2 + ["False"]
     else:  # it does not: MXNet imports, and distutils stays absent
         assert off == ["ModuleNotFoundError", "mxnet", mx.__version__] + [
@@ -915,7 +915,7 @@ def test_results_match_the_reference_environment(reference):
 # --- NumPy 2.4: no Python scalar from a 1-element array (while_loop's max_iterations) --------
 
 needs_numpy24 = pytest.mark.skipif(
-    NUMPY_VERSION < _compat.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY,
+    NUMPY_VERSION < facts.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY,
     reason="int() of a 1-element array with ndim > 0 works up to NumPy 2.3 (this is NumPy %s)"
     % np.__version__,
 )

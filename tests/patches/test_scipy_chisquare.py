@@ -7,8 +7,7 @@ import pytest
 from conftest import mx, run_python
 
 import mxcompat
-from mxcompat._core import facts as _compat
-from mxcompat._core import registry
+from mxcompat._core import facts, registry
 
 try:
     import scipy.stats as stats
@@ -16,7 +15,7 @@ except ImportError:
     stats = None
 
 NEEDS_SCIPY = pytest.mark.skipif(stats is None, reason="needs SciPy")
-CHECKS_SUMS = stats is not None and _compat.scipy_since(_compat.SCIPY_CHISQUARE_SUM_CHECK)
+CHECKS_SUMS = stats is not None and facts.scipy_since(facts.SCIPY_CHISQUARE_SUM_CHECK)
 SUM_CHECK = pytest.mark.skipif(
     not CHECKS_SUMS, reason="needs SciPy >= 1.7, whose chisquare checks the sums"
 )

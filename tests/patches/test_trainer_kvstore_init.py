@@ -5,7 +5,7 @@ workers) runs many trials, each a fresh net and a fresh ``Trainer(kvstore=<dist_
 update_on_kvstore=False)`` whose kvstore is set up lazily inside its first ``step()``, the way
 legacy training loops do.  Worker 1 has other work queued on its engine (a large ``dot``)
 when it reaches that step, which makes MXNet >= 1.7's race
-(``_compat.TRAINER_LAZY_KVSTORE_RACE``) likely.  After two steps the two workers' weights
+(``facts.TRAINER_LAZY_KVSTORE_RACE``) likely.  After two steps the two workers' weights
 must be bit-identical.  Patched and plain trials alternate in the same cluster (the patch is
 removed and put back in the workers), so the plain ones show, in the same harness, that the
 test can fail.
@@ -22,9 +22,9 @@ import numpy as np
 from support.ps_cluster import run_cluster
 
 import mxcompat
-from mxcompat._core import facts as _compat
+from mxcompat._core import facts
 
-RACE = _compat.since(_compat.TRAINER_LAZY_KVSTORE_RACE)
+RACE = facts.since(facts.TRAINER_LAZY_KVSTORE_RACE)
 
 WORKER = r'''
 import json, os, sys

@@ -2,7 +2,7 @@
 
 Plain MXNet (the ``unpatched`` fixture): 1.3-1.5 assert that the module is bound, so a
 ``Module.load`` module's parameters cannot be read before ``bind``; 1.6+ return them
-(``_compat.UNBOUND_GET_PARAMS``).  Every release raises a bare ``AssertionError`` for a module
+(``facts.UNBOUND_GET_PARAMS``).  Every release raises a bare ``AssertionError`` for a module
 without parameters.  Patched: the parameters on every release, and mxcompat's message.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import subprocess_env
 
-from mxcompat._core import facts as _compat
+from mxcompat._core import facts
 
 UNBOUND_MESSAGE = (
     "mxcompat: Module.get_params(): the module has no parameters yet; bind it "
@@ -69,7 +69,7 @@ def error_of(call):
 
 def test_plain_mxnet_loaded_module_before_bind(unpatched, checkpoint):
     mod = mx.mod.Module.load(checkpoint, 3, label_names=None)
-    if _compat.since(_compat.UNBOUND_GET_PARAMS):
+    if facts.since(facts.UNBOUND_GET_PARAMS):
         assert_checkpoint_params(mod.get_params())
     else:
         assert error_of(mod.get_params) == ""

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from mxcompat._core import versions as _versions
+from mxcompat._core import versions
 from mxcompat.patches import exec_stack
 
 from . import numpy_reference
@@ -38,11 +38,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # trains on it without mxcompat.  It is 1.9.1's row of mxcompat's versions table (Python 3.11:
 # the newest 1.6-1.9's pins allow; NumPy 1.23.5: the last before 1.24 removed numpy.bool and
 # the other aliases MXNet reads), not restated here.
-_REFERENCE = _versions.by_name("mx191")
+_REFERENCE = versions.by_name("mx191")
 REFERENCE_PYTHON = _REFERENCE.python
 REFERENCE_NUMPY = _REFERENCE.numpy_version
 # What mxnet's wheels require besides numpy (installed by hand beside --no-deps).
-REFERENCE_EXTRAS = _versions.MXNET_EXTRAS
+REFERENCE_EXTRAS = versions.MXNET_EXTRAS
 
 CACHE_ENV = "MXCOMPAT_TEST_CACHE"
 

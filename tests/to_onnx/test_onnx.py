@@ -18,7 +18,7 @@ import pytest
 from conftest import MX_VERSION, run_python
 
 import mxcompat
-from mxcompat._core import facts as _compat
+from mxcompat._core import facts
 from mxcompat.onnx import exporter, verify
 
 try:
@@ -106,7 +106,7 @@ def test_model_zoo(name):
             "run on MXNet %s only (CI time)" % ", ".join("%d.%d" % v for v in sorted(run_on))
         )
     net, x, expected = _net(name)
-    if not _compat.since(since):
+    if not facts.since(since):
         error, message = before
         with pytest.raises(error) as info:
             mxcompat.to_onnx(net, [x.shape])
@@ -218,7 +218,7 @@ def test_onnx_is_unchanged_outside_an_export():
 
 
 def _mxnet_export(sym, params, shape, path):
-    if _compat.since(_compat.MX_ONNX_PACKAGE):
+    if facts.since(facts.MX_ONNX_PACKAGE):
         return mx.onnx.export_model(sym, params, [shape], np.float32, path)
     return mx.contrib.onnx.export_model(sym, params, [shape], np.float32, path)
 

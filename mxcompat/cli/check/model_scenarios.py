@@ -3,7 +3,7 @@ statistics and ``_fixed_param_names`` under ``freeze``, ONNX export."""
 
 import os
 
-from ..._core import facts as _compat
+from ..._core import facts
 from .runner import Skip, check
 
 
@@ -130,9 +130,7 @@ def _check_onnx(mx, tmp):
         "fc2_bias": mx.nd.zeros((3,)),
     }
     export = (
-        mx.onnx.export_model
-        if _compat.since(_compat.MX_ONNX_PACKAGE)
-        else mx.contrib.onnx.export_model
+        mx.onnx.export_model if facts.since(facts.MX_ONNX_PACKAGE) else mx.contrib.onnx.export_model
     )
     path = export(net, params, [(2, 4)], np.float32, os.path.join(tmp, "m.onnx"))
     opset = onnx.load(path).opset_import[0].version

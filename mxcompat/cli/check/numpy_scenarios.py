@@ -4,7 +4,7 @@ the names MXNet reads, the behaviour changes that reach it, integer division."""
 import subprocess
 import sys
 
-from ..._core import facts as _compat
+from ..._core import facts
 from .runner import check
 
 
@@ -81,12 +81,12 @@ def _numpy_fix_scenarios(mx, np):
             ("NEP 51 scalar reprs in operator parameters", nep51),
             ("NEP 50 metric sums in float64", nep50),
         ]
-    if _compat.numpy_since(_compat.NUMPY_NO_TOSTRING):
+    if facts.numpy_since(facts.NUMPY_NO_TOSTRING):
         scenarios.append(("ndarray.tostring in recordio.pack", tostring))
-    if _compat.numpy_since(_compat.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY):
+    if facts.numpy_since(facts.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY):
         scenarios.append(("1-element max_iterations in while_loop", one_element))
     scenarios.append(("NDArray.__array__ (np.asarray gets the numbers)", to_numpy))
-    if _compat.numpy_since(_compat.NUMPY_NO_TOSTRING):
+    if facts.numpy_since(facts.NUMPY_NO_TOSTRING):
         scenarios.append(("astype(other NDArray)", astype_other))
     return scenarios
 

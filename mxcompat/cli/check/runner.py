@@ -13,8 +13,7 @@ import time
 import traceback
 import warnings
 
-from ..._core import facts as _compat
-from ..._core import settings
+from ..._core import facts, settings
 
 OK, FAIL, SKIP = "ok", "failed", "skipped"
 _MARKS = {OK: "\u2713", FAIL: "\u2717", SKIP: "-"}
@@ -50,7 +49,7 @@ def _versions(mx):
         "mxnet_features": None,
     }
     if mx is not None:
-        info["mxnet_features"] = _compat.build_features()
+        info["mxnet_features"] = facts.build_features()
     return info
 
 
@@ -76,13 +75,13 @@ def run_checks():
             }
         )
         return results, _versions(None)
-    if not _compat.is_supported(_compat.parse_version(mx.__version__)):
+    if not facts.is_supported(facts.parse_version(mx.__version__)):
         results.append(
             {
                 "name": "version",
                 "title": "supported MXNet",
                 "status": FAIL,
-                "detail": "mxnet %s is outside %s" % (mx.__version__, _compat.SUPPORTED),
+                "detail": "mxnet %s is outside %s" % (mx.__version__, facts.SUPPORTED),
                 "seconds": 0.0,
             }
         )

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import warnings
 
-from ..._core import facts as _compat
+from ..._core import facts
 from .runner import Skip, check
 
 
@@ -152,12 +152,12 @@ def _check_freeze(mx, tmp):
 def _check_onednn_fc_bias(mx, tmp):
     import numpy as np
 
-    if not _compat.since(_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS):
+    if not facts.since(facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS):
         raise Skip(
             "oneDNN FullyConnected kernels are only in the MKLDNN wheels from MXNet 1.7; "
             "a fixed FC weight does not stop its bias here"
         )
-    if not _compat.has_mkldnn():
+    if not facts.has_mkldnn():
         raise Skip(
             "this MXNet build has no MKLDNN (oneDNN); a fixed FC weight does not stop its bias here"
         )
@@ -218,9 +218,9 @@ print(agree)
 
 @check("quantize", "mxcompat.quantize(gluon_net) gives a uint8 module that predicts")
 def _check_quantize(mx, tmp):
-    if not _compat.has_mkldnn():
+    if not facts.has_mkldnn():
         raise Skip("quantized CPU graphs need an MKLDNN build (pip wheels from MXNet 1.7)")
-    if not _compat.since(_compat.QUANTIZED_CPU):
+    if not facts.since(facts.QUANTIZED_CPU):
         raise Skip("quantized CPU graphs need MXNet >= 1.8 (1.7's oneDNN fails on some CPUs)")
     # A subprocess: some MXNet releases' quantized paths crash the interpreter.
     proc = subprocess.run(

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from ..._core import versions as _versions
+from ..._core import versions
 
 # The overrides file shipped beside this module for the release a newcomer installs, so that
 # `uv pip install . mxnet==1.9.1 --overrides <it>` works from a checkout before mxcompat is
@@ -40,7 +40,7 @@ def overrides_text(mxnet: str) -> str:
         "# uv pip install ... --overrides THIS-FILE: MXNet %s's NumPy pin replaced by the NumPy\n"
         "# mxcompat is tested with on each Python (generated from mxcompat/_core/versions.py).\n"
         % mxnet
-        + "\n".join(_versions.overrides(mxnet))
+        + "\n".join(versions.overrides(mxnet))
         + "\n"
     )
 
@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def choose(spec: str, python: str, latest: bool = False) -> _versions.Combination:
+def choose(spec: str, python: str, latest: bool = False) -> versions.Combination:
     """The table's combination for the release ``spec`` names on Python ``python`` (``"3.13"``)."""
     wanted = spec.strip()
     if wanted.lower().startswith("mxnet"):
@@ -86,35 +86,35 @@ def choose(spec: str, python: str, latest: bool = False) -> _versions.Combinatio
         if wanted and not wanted.startswith("=="):
             raise UsageError("%r: name one release, as mxnet==1.9.1" % spec)
         wanted = wanted[2:].strip()
-    table = _versions.COMBINATIONS
-    if wanted and not any(_versions.release_matches(wanted, c.mxnet) for c in table):
+    table = versions.COMBINATIONS
+    if wanted and not any(versions.release_matches(wanted, c.mxnet) for c in table):
         raise UsageError(
             "no MXNet %s in mxcompat's table (it has %s)"
             % (wanted, ", ".join(sorted(set(c.mxnet for c in table))))
         )
-    rows = [c for c in table if not wanted or _versions.release_matches(wanted, c.mxnet)]
+    rows = [c for c in table if not wanted or versions.release_matches(wanted, c.mxnet)]
     here = [c for c in rows if c.python == python]
     # Rows on MXNet's own pins, on a newer Python than this one.
     own = [
-        c for c in rows if not c.no_deps and _versions.Version(python) < _versions.Version(c.python)
+        c for c in rows if not c.no_deps and versions.Version(python) < versions.Version(c.python)
     ]
     if not here and own:
         # Between the table's Pythons (3.8-3.10): MXNet's own requirements, as pip resolves
         # them, which mxcompat does not test but which are what MXNet itself asks for.  A
         # Python newer than every row on those pins is refused (3.13 for 1.6.0, whose rows are
         # 3.11 and 3.14+): its NumPy<2 would be built from source.
-        newest = max((c.mxnet for c in own), key=_versions.Version)
-        return _versions.Combination(None, newest, python, _versions.wheel_numpy(newest), False)
+        newest = max((c.mxnet for c in own), key=versions.Version)
+        return versions.Combination(None, newest, python, versions.wheel_numpy(newest), False)
     if not here:
         raise UsageError(
             "MXNet %s has no tested install on Python %s; mxcompat's table has it on Python %s"
             % (
                 wanted or "(any release)",
                 python,
-                ", ".join(sorted(set(c.python for c in rows), key=_versions.Version)),
+                ", ".join(sorted(set(c.python for c in rows), key=versions.Version)),
             )
         )
-    newest = max((c.mxnet for c in here), key=_versions.Version)
+    newest = max((c.mxnet for c in here), key=versions.Version)
     here = [c for c in here if c.mxnet == newest]
     matching = [c for c in here if c.latest == latest]
     if not matching:
@@ -126,7 +126,7 @@ def choose(spec: str, python: str, latest: bool = False) -> _versions.Combinatio
 
 
 def commands(
-    combination: _versions.Combination, python: str, uv: str | None, overrides: str
+    combination: versions.Combination, python: str, uv: str | None, overrides: str
 ) -> list[list[str]]:
     """The install commands for ``combination`` into the environment of interpreter ``python``:
     pip's (one per install step), or uv's one with ``overrides`` as its overrides file."""
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         out.write(
             "`pip check` will say mxnet %s requires %s: expected; mxcompat is what makes it run "
             "on %s.\n"
-            % (combination.mxnet, _versions.wheel_numpy(combination.mxnet), combination.numpy)
+            % (combination.mxnet, versions.wheel_numpy(combination.mxnet), combination.numpy)
         )
     out.write("Now: mxcompat check (and `import mxcompat` before `import mxnet`)\n")
     return 0

@@ -1,7 +1,7 @@
 """``mxcompat matrix [options] -- COMMAND [ARGS...]``: run the user's own tests (or any command)
 in one fresh environment per supported MXNet x Python x NumPy combination.
 
-The combinations and their install lines are mxcompat's (``_versions.COMBINATIONS``, the ones
+The combinations and their install lines are mxcompat's (``versions.COMBINATIONS``, the ones
 its own tox matrix runs).  uv does the environment work: it finds the interpreters (pyenv's
 too) and creates and fills the environments, which are cached between runs under a key made
 of what was installed into them (the interpreter and the install lines); mxcompat and the
@@ -21,7 +21,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 from ... import __version__
-from ..._core import versions as _versions
+from ..._core import versions
 from ._common import CACHE_ENV, ERROR, FAILED, MARKER, PASSED, SKIPPED, UsageError  # noqa: F401
 from .display import LiveDisplay, PlainDisplay
 from .envs import (  # noqa: F401
@@ -54,7 +54,7 @@ use `mxcompat run script.py` as the command.  Example:
   mxcompat matrix --with pytest --mxnet 1.5.1,1.9.1 -- pytest -q tests/
 """ % "\n".join(
     "  %-28s MXNet %-12s Python %-5s %s" % (c.name, c.mxnet, c.python, c.numpy)
-    for c in _versions.COMBINATIONS
+    for c in versions.COMBINATIONS
 )
 
 

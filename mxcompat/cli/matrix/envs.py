@@ -10,8 +10,7 @@ import tempfile
 import time
 
 from ... import __version__
-from ..._core import facts as _compat
-from ..._core import settings
+from ..._core import facts, settings
 from .. import envs as _envs
 from ._common import CACHE_FORMAT, ERROR, FAILED, INSTALL_TIMEOUT, PASSED, UsageError
 
@@ -209,7 +208,7 @@ class Runner:
 
         def distutils(path):
             if (
-                _compat.since(_compat.NUMPY_SUBPACKAGE, _compat.parse_version(c.mxnet))
+                facts.since(facts.NUMPY_SUBPACKAGE, facts.parse_version(c.mxnet))
                 and not c.modern
                 and _envs.lacks_distutils(path)
             ):

@@ -1,6 +1,6 @@
 """Which combinations a ``mxcompat matrix`` run takes (``--mxnet``, ``--python``, ...)."""
 
-from ..._core import versions as _versions
+from ..._core import versions
 from ._common import UsageError
 
 
@@ -8,11 +8,11 @@ def _csv(text):
     return [v.strip() for v in (text or "").split(",") if v.strip()]
 
 
-_release_matches = _versions.release_matches
+_release_matches = versions.release_matches
 
 
 def select(args):
-    combos = list(_versions.COMBINATIONS)
+    combos = list(versions.COMBINATIONS)
     known = [c.name for c in combos]
     for name in args.env:
         if name not in known:
@@ -24,12 +24,12 @@ def select(args):
         bad = [
             w
             for w in wanted
-            if not any(_release_matches(w, c.mxnet) for c in _versions.COMBINATIONS)
+            if not any(_release_matches(w, c.mxnet) for c in versions.COMBINATIONS)
         ]
         if bad:
             raise UsageError(
                 "--mxnet: no supported combination has MXNet %s (there are: %s)"
-                % (", ".join(bad), ", ".join(sorted(set(c.mxnet for c in _versions.COMBINATIONS))))
+                % (", ".join(bad), ", ".join(sorted(set(c.mxnet for c in versions.COMBINATIONS))))
             )
         combos = [c for c in combos if any(_release_matches(w, c.mxnet) for w in wanted)]
     if args.python:

@@ -9,9 +9,9 @@ import os
 import re
 from collections import namedtuple
 
-from ..._core import versions as _versions
+from ..._core import versions
 
-MXNET_EXTRAS = _versions.MXNET_EXTRAS
+MXNET_EXTRAS = versions.MXNET_EXTRAS
 
 # 1.3-1.8's files are nose tests as MXNet's CI ran them (module-level ``setup``/``teardown``,
 # ``nose.tools``): pytest 7.4 still calls nose-style fixtures (pytest 8 dropped them) and nose
@@ -342,7 +342,7 @@ def _release(row):
 RELEASES = tuple(
     _release(row)
     for row in sorted(
-        (c for c in _versions.COMBINATIONS if re.match(r"mx\d+$", c.name)),
+        (c for c in versions.COMBINATIONS if re.match(r"mx\d+$", c.name)),
         key=lambda c: tuple(int(p) for p in _tag(c.mxnet).split(".")),
     )
 )

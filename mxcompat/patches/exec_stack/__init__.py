@@ -47,8 +47,7 @@ import functools
 import os
 import sys
 
-from ..._core import facts as _compat
-from ..._core import hooks, settings
+from ..._core import facts, hooks, settings
 from ..._core.log import logger, warn_once
 from ..._core.registry import Patch, record, register
 from . import elf
@@ -65,7 +64,7 @@ def glibc_version():
     except (ValueError, OSError):
         return None
     name, _, number = text.partition(" ")
-    return _compat.parse_version(number)[:2] if name == "glibc" and number else None
+    return facts.parse_version(number)[:2] if name == "glibc" and number else None
 
 
 def _tunable_allows():
@@ -97,9 +96,9 @@ def glibc_refuses():
     stack: glibc 2.41 or newer, not told otherwise (GLIBC_TUNABLES glibc.rtld.execstack=2,
     2.42+), its stack not executable already."""
     version = glibc_version()
-    if version is None or version < _compat.GLIBC_DLOPEN_REFUSES_EXECSTACK:
+    if version is None or version < facts.GLIBC_DLOPEN_REFUSES_EXECSTACK:
         return False
-    if _tunable_allows() and version >= _compat.GLIBC_EXECSTACK_TUNABLE_ALLOWS:
+    if _tunable_allows() and version >= facts.GLIBC_EXECSTACK_TUNABLE_ALLOWS:
         return False
     return not _stack_already_executable()
 

@@ -22,7 +22,7 @@ only on NumPy 2 (on NumPy 1 nothing is wrapped).
 
 import sys
 
-from ..._core import facts as _compat
+from ..._core import facts
 from ..._core.registry import Patch, Target, register
 from . import _state, nep50, nep51, tostring, while_loop
 from ._state import PATCH
@@ -33,14 +33,14 @@ __all__ = ["PATCH", "legacy_str"]
 
 def _numpy2():
     """Whether the installed NumPy is 2.0 or newer."""
-    return _compat.numpy_since(_compat.NUMPY_2)
+    return facts.numpy_since(facts.NUMPY_2)
 
 
 def _on_apply():
     _state.np = sys.modules.get("numpy")
     _state.on = _numpy2()
     _state.tostring = tostring._tostring_class(_state.np)
-    _state.one_element = _compat.numpy_since(_compat.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY)
+    _state.one_element = facts.numpy_since(facts.NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY)
 
 
 def _on_remove():

@@ -5,7 +5,7 @@ NumPy scalars through ``float64`` (it pickles, copies and deepcopies as a plain 
 1.3.1's ``clip_global_norm`` gets its scale through ``float64``.
 """
 
-from ..._core import facts as _compat
+from ..._core import facts
 from ..._core.registry import record
 from ..._core.util import bind_arguments
 from . import _state
@@ -65,7 +65,7 @@ def _wrap_metric_reset(wrapped, instance, args, kwargs):
 
 
 def _wrap_clip_global_norm(wrapped, instance, args, kwargs):
-    if not _state.on or _compat.since(_compat.CLIP_GLOBAL_NORM_NDARRAY):
+    if not _state.on or facts.since(facts.CLIP_GLOBAL_NORM_NDARRAY):
         return wrapped(*args, **kwargs)
     bound = bind_arguments(wrapped, args, kwargs)
     arrays, max_norm = bound.arguments["arrays"], bound.arguments["max_norm"]

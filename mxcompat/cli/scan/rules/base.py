@@ -5,7 +5,7 @@ import collections
 
 import libcst as cst
 
-from ...._core import traps as _traps
+from ...._core import traps
 
 Rule = collections.namedtuple("Rule", "code name node_type trap summary fixable check")
 Finding = collections.namedtuple("Finding", "code message node fix")
@@ -46,9 +46,9 @@ RUNTIME_ONLY = {
 
 
 def find_trap(key):
-    """The one entry of ``_traps.TRAPS`` that ``key`` (patch, words of the symptom) names."""
+    """The one entry of ``traps.TRAPS`` that ``key`` (patch, words of the symptom) names."""
     patch, words = key
-    found = [t for t in _traps.TRAPS if t.patch == patch and words in t.symptom]
+    found = [t for t in traps.TRAPS if t.patch == patch and words in t.symptom]
     if len(found) != 1:
         raise LookupError("%r names %d traps" % (key, len(found)))
     return found[0]
