@@ -90,6 +90,25 @@ _PUBLIC = {
     "unpatch": ("_core.registry", "unpatch"),
 }
 
+
+class _Package(type(_sys)):
+    """The package's module type: ``freeze`` and ``numpy_legacy`` are each a submodule and the
+    public function it holds.  Importing the submodule (``from mxcompat.freeze import report``)
+    makes Python set the package's attribute to the module, which would leave
+    ``mxcompat.freeze(...)`` not callable until the next load; the function is kept instead."""
+
+    def __setattr__(self, name, value):
+        if (
+            _PUBLIC.get(name) == (name, name)
+            and isinstance(value, type(_sys))
+            and value.__name__ == __name__ + "." + name
+        ):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
+
 # The opt-in for users' own NumPy code registers no patch, but reads MXCOMPAT_NUMPY_LEGACY when
 # imported: it is loaded with the patches (whose stacking order is mxcompat.patches.ORDER).
 _AFTER_PATCHES = ("numpy_legacy",)
@@ -118,7 +137,6 @@ def _load():
             for module in tuple(module_of(name) for name in ORDER) + _AFTER_PATCHES:
                 import_module(__name__ + "." + module)
             names = globals()
-            # Bound now: importing the submodule `freeze` set the attribute to the module.
             for public, (module, attr) in _PUBLIC.items():
                 if __name__ + "." + module in _sys.modules:
                     names[public] = getattr(_sys.modules[__name__ + "." + module], attr)

@@ -6,7 +6,7 @@ import os
 import zipfile
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_python
 
 import mxcompat
 from mxcompat import patches
@@ -131,3 +131,25 @@ def test_no_module_over_450_lines():
         if count > _MAX_LINES and module not in _DATA_TABLES:
             long[module] = count
     assert long == {}
+
+
+def test_public_functions_stay_callable_when_their_submodule_is_imported():
+    # `freeze` and `numpy_legacy` are both a submodule and the function it holds; importing
+    # the submodule before mxnet must not leave the package attribute a module.
+    proc = run_python(
+        """
+        import sys
+        import mxcompat
+        from mxcompat.freeze import report
+        from mxcompat.numpy_legacy import enabled
+        assert "mxnet" not in sys.modules
+        print(mxcompat.freeze.__module__, mxcompat.numpy_legacy.__module__)
+        mxcompat.freeze("conv0_*")
+        print(mxcompat.frozen_patterns(), enabled())
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "mxcompat.freeze.registry mxcompat.numpy_legacy",
+        "('conv0_*',) False",
+    ]
