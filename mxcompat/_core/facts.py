@@ -80,10 +80,26 @@ DATALOADER_TIMEOUT = (1, 6)
 # even asnumpy 3/40; 1.8 and 1.9 0/40).  convert/gluon_to_module.py waits for the engine
 # before copying.
 GLUON_AUX_WRITES_ORDERED = (1, 8)
+# contrib.svrg_optimization.SVRGModule (from 1.4) reads every parameter's gradient, of the
+# module and of its auxiliary module, in update() and update_full_grads(): a parameter bound
+# without one (fixed_param_names) fails there ("broadcast_add expects 2 inputs, but got 1",
+# 1.4.1, 1.5.1, 1.9.1).  freeze/module.py gives an SVRGModule's frozen parameters their
+# gradients, and the update skip holds them.
+SVRG_READS_EVERY_GRADIENT = (1, 4)
 # BatchNorm's running mean/variance move during the *backward* of a training step, not in
 # the training forward, on every release (measured on 1.3.1 ... 1.9.1: Module executors and
 # Gluon, hybridized or not, oneDNN or not); freeze/frozen_statistics.py works around the backward.
 BATCHNORM_STATS_MOVE_IN_BACKWARD = (1, 3)
+# So they move only where a backward runs through the BatchNorm: a Module whose BatchNorm
+# needs no gradient at all (gamma and beta fixed, nothing before it trained, no input gradient)
+# is bound without that backward, and its statistics stay where they are (measured with
+# fixed_param_names on 1.3.1, 1.5.1 and 1.9.1; a conv -> BatchNorm -> conv net, 6 steps).
+# And a Module executor's BatchNorm backward writes them without the engine ordering later
+# reads after that write: asnumpy(), get_params() or a copy right after a step can see the
+# values from before it (stale in 8-12 of 20 runs on 1.3.1, 4-6/20 on 1.5.1, 3-8/20 on 1.9.1,
+# oneDNN or not, mxcompat imported or not); after mx.nd.waitall() every read agrees.  Read so,
+# the same training seems to leave a statistic at 0 in one run and moved in the next.
+BATCHNORM_STATS_WRITE_UNORDERED = (1, 3)
 # Symbol.__iter__ goes by index from 1.5; before, by output *name* (one list_outputs() per
 # item: quadratic, e.g. SymbolBlock.__init__ walks get_internals() so; wrong for duplicate
 # output names, which 1.3/1.4's SymbolBlock then rejects).

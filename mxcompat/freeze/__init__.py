@@ -28,7 +28,14 @@ names through the patch ``fixed_param_names``.
 from .._core import settings
 from .._core.log import warn
 from .._core.registry import Patch, Target, register
-from .module import wrap_container_update, wrap_module_bind, wrap_module_update, wrap_update_fn
+from .module import (
+    wrap_container_update,
+    wrap_install_monitor,
+    wrap_module_bind,
+    wrap_module_forward,
+    wrap_module_update,
+    wrap_update_fn,
+)
 from .registry import freeze, frozen, frozen_patterns, is_frozen, unfreeze
 from .report import FrozenReport, frozen_report
 from .trainer import wrap_trainer
@@ -86,6 +93,9 @@ register(
             Target("mxnet.module.module", "_update_params_on_kvstore", wrap_update_fn),
             Target("mxnet.module.module", "Module.bind", wrap_module_bind),
             Target("mxnet.module.module", "Module.update", wrap_module_update),
+            # Frozen or unfrozen after bind: the next forward rebinds (module.settle).
+            Target("mxnet.module.module", "Module.forward", wrap_module_forward),
+            Target("mxnet.module.module", "Module.install_monitor", wrap_install_monitor),
             Target(
                 "mxnet.module.bucketing_module", "BucketingModule.update", wrap_container_update
             ),
