@@ -384,16 +384,15 @@ def test_frozen_fc_weight_never_stops_its_bias(onednn_fc_bias):
 
 
 def test_frozen_fc_weight_kept_off_null_trains_once_unfrozen():
-    # Bound with a gradient (ONEDNN_FC) or not: unfrozen, it trains, or MXNet's rule applies
-    # (no gradient: one warning says to rebind).
+    # Bound with a gradient (ONEDNN_FC) or without (rebound with one at the next forward):
+    # unfrozen, it trains, silently.
     mod, start, end = _run_module("before_bind", frozen=("fc1_weight",))
     mxcompat.unfreeze()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         _train(mod, 2, _batches())
-    moved = not np.array_equal(end["fc1_weight"][0], _device_params(mod)["fc1_weight"][0])
-    assert moved == ONEDNN_FC
-    assert len(_ours(record)) == (0 if ONEDNN_FC else 1)
+    assert not np.array_equal(end["fc1_weight"][0], _device_params(mod)["fc1_weight"][0])
+    assert _ours(record) == []
 
 
 def test_fc_weight_fixed_natively_and_frozen_stays_fixed_when_unfrozen():
@@ -442,7 +441,8 @@ def test_grad_req_dict_keeps_users_explicit_entries():
 
 def test_grad_req_dict_gives_a_frozen_bias_a_gradient_its_weight_must_not_stop():
     # fc2_bias gets a gradient from the dict: a 'null' fc2_weight would zero it on oneDNN,
-    # so the weight keeps one too (ONEDNN_FC), and both train correctly once unfrozen.
+    # so the weight keeps one too (ONEDNN_FC), and both train correctly once unfrozen (the
+    # weight bound without a gradient is rebound with one).
     mod, start, end = _run_module("before_bind", frozen=("fc2_*",), grad_req={"fc2_bias": "write"})
     grads = dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))
     assert (grads["fc2_weight"][0] is not None) == ONEDNN_FC
@@ -452,9 +452,8 @@ def test_grad_req_dict_gives_a_frozen_bias_a_gradient_its_weight_must_not_stop()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         _train(mod, 2, _batches())
-    # Without a weight gradient (no oneDNN here) MXNet's rule: one warning says to rebind.
-    _assert_frozen(end, _device_params(mod), set() if ONEDNN_FC else {"fc2_weight"})
-    assert len(_ours(record)) == (0 if ONEDNN_FC else 1)
+    _assert_frozen(end, _device_params(mod), set())
+    assert _ours(record) == []
 
 
 def test_grad_req_list_decides_buffers_and_update_skip_holds():
@@ -753,35 +752,33 @@ def test_feedforward_fit():
 # --- unfreezing, unmatched patterns, unpatch ------------------------------------------------
 
 
-def test_unfreeze_after_frozen_bind_warns_once_with_the_rebind_recipe(recwarn):
+def test_unfreeze_after_frozen_bind_rebinds_with_gradients(recwarn):
     mxcompat.freeze("fc2_*")
     mod = _module()
     _bind(mod)
     mod.init_optimizer(optimizer="sgd", optimizer_params=OPTIMIZERS[0][1])
     batches = _batches()
     _train(mod, 2, batches)
+    grads = dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))
+    assert grads["fc2_weight"] == grads["fc2_bias"] == [None]
     mxcompat.unfreeze("fc2_*")
     start = _device_params(mod)
+    # The next forward rebinds: the weights are the ones trained so far, and fc2 trains.
     _train(mod, 3, batches)
-    assert _ours(recwarn) == [
-        "parameter(s) 'fc2_bias', 'fc2_weight' were frozen when this Module was bound, so MXNet "
-        "allocated no gradient for them and they stay fixed although they are unfrozen now. To "
-        "train them, rebind (weights and optimizer states are kept): mod.get_params(); "
-        "mod.bind(data_shapes=mod.data_shapes, label_shapes=mod.label_shapes, "
-        "force_rebind=True)"
-    ]
-    _assert_frozen(start, _device_params(mod), {"fc2_weight", "fc2_bias"})
-    # The recipe of the warning works: everything trains, no more warnings.
+    grads = dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))
+    assert all(grads[n][0] is not None for n in PARAMS)
+    _assert_frozen(start, _device_params(mod), set())
+    assert _ours(recwarn) == []
+    # Rebinding by hand, as before, still keeps the weights.
     mod.get_params()
     mod.bind(data_shapes=mod.data_shapes, label_shapes=mod.label_shapes, force_rebind=True)
     rebound = _device_params(mod)
-    assert all(np.array_equal(rebound[n][0], _device_params(mod)[n][0]) for n in PARAMS)
     _train(mod, 5, batches)
     _assert_frozen(rebound, _device_params(mod), set())
-    assert len(_ours(recwarn)) == 1
+    assert _ours(recwarn) == []
 
 
-def test_unfreeze_after_frozen_bind_warns_once_for_all_buckets(recwarn):
+def test_unfreeze_after_frozen_bind_rebinds_every_bucket(recwarn):
     mxcompat.freeze("fc2_*")
     mod = mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=3, context=mx.cpu())
     mod.bind(data_shapes=[("data", (BATCH, 3, 4))], label_shapes=[("lro_label", (BATCH, 3))])
@@ -794,13 +791,20 @@ def test_unfreeze_after_frozen_bind_warns_once_for_all_buckets(recwarn):
         mod.backward()
         mod.update()
     mxcompat.unfreeze()
+    start = _device_params(mod._buckets[3])
     for batch in batches[2:]:
         mod.forward(batch, is_train=True)
         mod.backward()
         mod.update()
-    assert len(mod._buckets) == 2
-    assert len(_ours(recwarn)) == 1
-    assert _ours(recwarn)[0].startswith("parameter(s) 'fc2_bias', 'fc2_weight' were frozen")
+    assert sorted(mod._buckets) == [2, 3]
+    for bucket in mod._buckets.values():
+        grads = dict(zip(bucket._exec_group.param_names, bucket._exec_group.grad_arrays))
+        assert all(grads[n][0] is not None for n in PARAMS)
+        _assert_frozen(start, _device_params(bucket), set())
+    # Still one set of parameters: bucket 2's updates are bucket 3's.
+    ends = [_device_params(b) for b in mod._buckets.values()]
+    assert all(np.array_equal(ends[0][n][0], ends[1][n][0]) for n in PARAMS)
+    assert _ours(recwarn) == []
 
 
 def test_unfreeze_after_update_time_freeze_trains_again(recwarn):
