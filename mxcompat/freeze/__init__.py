@@ -15,14 +15,20 @@ How each path is held, and why there:
   frozen entry's gradients as ``None``, MXNet's own skip for a fixed parameter: no optimizer
   call, no kvstore push or pull.  The lists keep their length, so the optimizer-state index
   MXNet derives from a position (``index * num_device + device``) stays every other one's.
+- Frozen or unfrozen after a training bind: at its next ``forward`` the Module is bound
+  again (``module.settle``) with the registry's fixed names of now, so it gets the cost of
+  the native way; modules sharing arrays are bound again together, every value is copied
+  per device.  Until then (a change between backward and update) the update skip holds.
+  Not an ``SVRGModule``, which reads every gradient (``facts.SVRG_READS_EVERY_GRADIENT``).
 - Gluon: ``Trainer.step``/``update``/``allreduce_grads`` see a frozen parameter as
   ``grad_req == 'null'`` for the update only (its own ``grad_req`` is untouched).
 
 Layout: ``registry`` (the patterns and their version counter, which every cache keys on),
-``module`` (bind and the Module update functions), ``trainer`` (Gluon's Trainer), ``report``
-(``frozen_report``); here, ``MXCOMPAT_FREEZE`` and the patch.  BatchNorm statistics are held
-by the patch ``frozen_statistics``, and ``Module._fixed_param_names`` lists the registry's
-names through the patch ``fixed_param_names``.
+``module`` (bind, the rebind after a registry change, and the Module update functions),
+``trainer`` (Gluon's Trainer), ``report`` (``frozen_report``); here, ``MXCOMPAT_FREEZE``
+and the patch.  BatchNorm statistics are held by the patch ``frozen_statistics``, and
+``Module._fixed_param_names`` lists the registry's names through the patch
+``fixed_param_names``.
 """
 
 from .._core import settings
