@@ -100,6 +100,10 @@ def run(table, configs, reps):
                 mxcompat.unfreeze()
             # The module frozen after bind is rebound here, untimed, the first time only: its
             # fixed set is the registry's again at each of its turns.
+            # Every module's first forward after a registry change compares it with its
+            # binding: done here for the other sides too, untimed (a training loop changes
+            # the registry once).
+            freeze_module.look()
             warm_registry(
                 params, {"registry, before bind": registry, "registry, after bind": after}.get(side)
             )

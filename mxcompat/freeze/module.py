@@ -88,7 +88,16 @@ REBIND = True
 
 
 class _BindState:
-    __slots__ = ("added", "grad_req", "shared", "dependents", "monitors", "pending", "clean")
+    __slots__ = (
+        "added",
+        "grad_req",
+        "shared",
+        "dependents",
+        "monitors",
+        "pending",
+        "clean",
+        "known",
+    )
 
     def __init__(self, added, grad_req, shared):
         self.added = added  # the registry's names this bind gave grad_req 'null'
@@ -102,6 +111,9 @@ class _BindState:
         # objects skips the scan.  The lists are the executor group's, which this state
         # does not outlive (it dies with its module or its next bind).
         self.clean = None
+        # (frozen names, user's fixed names) -> what a bind would add: the FullyConnected
+        # check reads the whole graph, once per distinct frozen set rather than per change.
+        self.known = {}
 
 
 _bind_states = weakref.WeakKeyDictionary()  # every Module bound for training
@@ -128,21 +140,30 @@ def _keeps_every_gradient(module):
 _svrg_aux = weakref.WeakSet()
 
 
-def _registry_fixed(module, grad_req):
+def _registry_fixed(module, grad_req, known=None):
     """The registry's names a bind of ``module`` now gives ``grad_req`` 'null' (MXNet's
-    fixed names), with the user's own fixed names apart: ``(added, user_fixed,
-    frozen)``."""
+    fixed names), and the user's own fixed names: ``(added, user_fixed)``."""
     user_fixed = list(module.__dict__.get("_fixed_param_names") or [])
     found = registry.matches(tuple(module._param_names))
     if found is None or _keeps_every_gradient(module):
-        return frozenset(), user_fixed, []
+        return frozenset(), user_fixed
     frozen_now = [n for n, f in zip(module._param_names, found[0]) if f and n not in user_fixed]
     if not frozen_now:
-        return frozenset(), user_fixed, frozen_now
-    # Frozen names whose 'null' would stop a bias gradient stay off 'null' (the update skip
-    # holds them).
-    keep = null_would_stop_bias(module._symbol, user_fixed + frozen_now, module._context, grad_req)
-    return frozenset(n for n in frozen_now if n not in keep), user_fixed, frozen_now
+        return frozenset(), user_fixed
+    key = (tuple(frozen_now), tuple(user_fixed))
+    added = known.get(key) if known is not None else None
+    if added is None:
+        # Frozen names whose 'null' would stop a bias gradient stay off 'null' (the update
+        # skip holds them).
+        keep = null_would_stop_bias(
+            module._symbol, user_fixed + frozen_now, module._context, grad_req
+        )
+        added = frozenset(n for n in frozen_now if n not in keep)
+        if known is not None:
+            if len(known) >= 8:
+                known.clear()
+            known[key] = added
+    return added, user_fixed
 
 
 def _layout_changes(state, added):
@@ -176,7 +197,7 @@ def wrap_module_bind(wrapped, instance, args, kwargs):
             _svrg_aux.add(aux)
     if not bound.arguments.get("for_training", True):
         return wrapped(*args, **kwargs)
-    added, user_fixed, _ = _registry_fixed(instance, grad_req)
+    added, user_fixed = _registry_fixed(instance, grad_req)
     if not added:
         result = wrapped(*args, **kwargs)
     else:
@@ -222,7 +243,7 @@ def _look():
         return
     pending = 0
     for module, state in list(_bind_states.items()):
-        added = _registry_fixed(module, state.grad_req)[0]
+        added = _registry_fixed(module, state.grad_req, state.known)[0]
         if not _layout_changes(state, added):
             state.added = added  # the same executors: nothing to rebind for
             state.pending = False
@@ -231,6 +252,13 @@ def _look():
         pending += state.pending
     _Seen.pending = pending
     _Seen.version = version
+
+
+def look():
+    """Compare every bound Module with the live registry now, not at the next forward (the
+    benchmarks do it untimed)."""
+    with _bind_lock:
+        _look()
 
 
 def settle(module):
