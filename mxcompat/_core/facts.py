@@ -90,10 +90,11 @@ SVRG_READS_EVERY_GRADIENT = (1, 4)
 # the training forward, on every release (measured on 1.3.1 ... 1.9.1: Module executors and
 # Gluon, hybridized or not, oneDNN or not); freeze/frozen_statistics.py works around the backward.
 BATCHNORM_STATS_MOVE_IN_BACKWARD = (1, 3)
-# So they move only where a backward runs through the BatchNorm: a Module whose BatchNorm
-# needs no gradient at all (gamma and beta fixed, nothing before it trained, no input gradient)
-# is bound without that backward, and its statistics stay where they are (measured with
-# fixed_param_names on 1.3.1, 1.5.1 and 1.9.1; a conv -> BatchNorm -> conv net, 6 steps).
+# BatchNorm's running statistics move (in the backward, above) only where a backward runs
+# through the BatchNorm: a Module whose BatchNorm needs no gradient at all (gamma and beta
+# fixed, nothing before it trained, no input gradient) is bound without that backward, and
+# its statistics stay where they are (measured with fixed_param_names on 1.3.1, 1.5.1 and
+# 1.9.1; a conv -> BatchNorm -> conv net, 6 steps).
 # And a Module executor's BatchNorm backward writes them without the engine ordering later
 # reads after that write: asnumpy(), get_params() or a copy right after a step can see the
 # values from before it (stale in 8-12 of 20 runs on 1.3.1, 4-6/20 on 1.5.1, 3-8/20 on 1.9.1,
