@@ -225,10 +225,8 @@ def cli_reference():
     """``mxcompat --help`` and each command's ``--help``, as the installed CLI prints them."""
     from mxcompat import cli
 
-    parser = cli._parser()[0]
-    commands = list(parser._subparsers._group_actions[0].choices)
     out = ["## `mxcompat`\n", "```text\n%s\n```\n" % _help_of([])]
-    for command in commands:
+    for command in cli.COMMANDS:
         out.append("## `mxcompat %s`\n" % command)
         out.append("```text\n%s\n```\n" % _help_of([command]))
     return "\n".join(out)

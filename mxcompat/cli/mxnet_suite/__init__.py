@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 
-from .. import envs
+from ... import _envs as envs
 from . import releases
 from .plugins import _PLUGIN, _TEST_STANDINS
 from .releases import DESELECT, QUICK, REQUIRED, SUBSETS  # noqa: F401

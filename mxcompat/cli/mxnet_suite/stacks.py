@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 
-from .. import envs
+from ... import _envs as envs
 from . import releases
 from .plugins import _INI
 
@@ -38,7 +38,7 @@ def cache_dir():
 
 def _mxcompat_source():
     """This checkout (the tool runs from it: tests/ and the source are not in a wheel)."""
-    from ..matrix.envs import default_mxcompat_spec
+    from ..matrix.runner import default_mxcompat_spec
 
     return default_mxcompat_spec()
 
