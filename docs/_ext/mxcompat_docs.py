@@ -235,7 +235,7 @@ def cli_reference():
 def suite_allowed_table():
     """The MXNet-suite runner's allowed differences (``ALLOWED`` of its ``releases.py``): each
     test id, the releases it is allowed for, the test's own line and NumPy's change."""
-    from mxcompat.cli.mxnet_suite import releases as suite
+    from tools.mxnet_suite import releases as suite
 
     grouped = {}
     for tag, ids in suite.ALLOWED.items():
@@ -262,7 +262,7 @@ def suite_allowed_table():
 
 def suite_deselected_table():
     """The ids the MXNet-suite runner does not run (``DESELECT``), each with its reason."""
-    from mxcompat.cli.mxnet_suite import releases as suite
+    from tools.mxnet_suite import releases as suite
 
     rows = ["| test | why it is not run |", "|---|---|"]
     rows += ["| `%s` | %s |" % (t, _cell(r)) for t, r in sorted(suite.DESELECT.items())]

@@ -50,6 +50,9 @@ def test_wheel_holds_every_module(tmp_path):
         sources.update(rel + "/" + f for f in files if f.endswith(".py"))
     assert "mxcompat/_core/registry.py" in sources
     assert sorted(sources - shipped) == []
+    # The checkout's tools/, tests/ and benchmarks/ stay out.
+    tops = sorted({n.split("/")[0] for n in shipped})
+    assert tops == ["mxcompat", "mxcompat-%s.dist-info" % mxcompat.__version__]
 
 
 def _imports_of(path, module):
