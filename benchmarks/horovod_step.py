@@ -12,10 +12,9 @@ the section says so and is skipped.
 import importlib.util
 import json
 import os
-import signal
-import subprocess
-import sys
 import tempfile
+
+from tools import horovod
 
 from .models import config_label
 
@@ -27,34 +26,18 @@ JOB_TIMEOUT = 900  # seconds, for one configuration's job
 
 
 def _job(model, size, batch, reps):
-    bin_dir = os.path.dirname(sys.executable)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "times.json")
         # `mxcompat run`: on Pythons where MXNet imports only with mxcompat, Horovod's launcher
         # checks need it too (docs/horovod.md); the worker itself imports mxcompat first.
-        launch = [sys.executable, "-m", "mxcompat", "run", "horovodrun", "-np", "2"]
-        launch += ["-H", "localhost:2", "--gloo", sys.executable, _PROBE, out, model]
-        launch += [str(size), str(batch), str(reps), _ROOT]
+        program = [_PROBE, out, model, str(size), str(batch), str(reps), _ROOT]
         env = {k: v for k, v in os.environ.items() if not k.startswith("MXCOMPAT_")}
-        env.update({"OMP_NUM_THREADS": "1", "PATH": bin_dir + os.pathsep + env.get("PATH", "")})
-        proc = subprocess.Popen(
-            launch,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            log, _ = proc.communicate(timeout=JOB_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            log, _ = proc.communicate()
-            raise RuntimeError(
-                "horovod: the job took over %d s:\n%s" % (JOB_TIMEOUT, log[-3000:])
-            ) from None
-        if proc.returncode != 0:
-            raise RuntimeError("horovod: the job failed (%d):\n%s" % (proc.returncode, log[-3000:]))
+        env["OMP_NUM_THREADS"] = "1"
+        returncode, log = horovod.run(horovod.command(program, mxcompat_run=[]), env, JOB_TIMEOUT)
+        if returncode is None:
+            raise RuntimeError("horovod: the job took over %d s:\n%s" % (JOB_TIMEOUT, log[-3000:]))
+        if returncode != 0:
+            raise RuntimeError("horovod: the job failed (%d):\n%s" % (returncode, log[-3000:]))
         with open(out) as f:
             return json.load(f)
 

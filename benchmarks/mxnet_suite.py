@@ -8,7 +8,7 @@ and nose (MXNet's tests import it) in this environment.  Not part of ``--quick``
 source is given; then it runs the two smaller files once per side.
 
 The test outcomes of both sides are printed (they run the same tests; MXNet's own failures on
-this stack are the same on both).  `python -m mxcompat.cli.mxnet_suite` judges the
+this stack are the same on both).  `python -m tools.mxnet_suite` judges the
 outcomes, not this."""
 
 import importlib.util
@@ -70,7 +70,7 @@ def run(table, configs, reps, source=None, quick=False):
         print("suite: skipped (%s)" % missing)
         return
     # The MXNet-suite runner's extraction of a tag's unittest folder.
-    from mxcompat.cli.mxnet_suite import extract
+    from tools.mxnet_suite import extract
 
     files = QUICK_FILES if quick else FILES
     rounds = 1 if quick else 2

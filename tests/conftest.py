@@ -35,6 +35,10 @@ MX_VERSION = facts.parse_version(mx.__version__)
 
 # The repository's root (the tests sit one folder deeper, as the package's parts do).
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The checkout's tools/ (processes, horovod, the MXNet-suite runner) for the tests: appended,
+# so that `import mxcompat` still finds the installed package under test, not the checkout.
+if ROOT not in sys.path:
+    sys.path.append(ROOT)
 
 # The oneDNN FullyConnected fact (facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS): the builds where
 # a weight's grad_req 'null' stops its bias (there mxcompat keeps the weight's gradient), and

@@ -15,13 +15,12 @@ Elsewhere these tests skip, unless ``TEST_HOROVOD_REQUIRED=1`` says Horovod must
 
 import json
 import os
-import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from conftest import ROOT, plain_import_works, subprocess_env
+
+from tools import horovod
 
 try:
     import horovod.mxnet  # noqa: F401
@@ -56,34 +55,19 @@ STATISTICS = {"bn0_running_mean", "bn0_running_var", "bn0_moving_mean", "bn0_mov
 def horovodrun(mode, outdir, scenarios):
     """Run one job of two workers to the end (killed, with every process it started, after
     ``JOB_TIMEOUT``); its output is returned, a failure fails the test."""
-    launch = ["horovodrun", "-np", "2", "-H", "localhost:2", "--gloo"]
-    launch += ["--start-timeout", "120", sys.executable, WORKER, mode, outdir] + list(scenarios)
+    program = [WORKER, mode, outdir] + list(scenarios)
     if mode == "mxcompat":
-        launch = [sys.executable, "-m", "mxcompat", "run"] + launch
+        cmd = horovod.command(program, mxcompat_run=[])
     elif not plain_import_works():
         off = [a for name in UPDATE_PATH + ("fixed_param_names",) for a in ("--no-patch", name)]
-        launch = [sys.executable, "-m", "mxcompat", "run"] + off + launch
+        cmd = horovod.command(program, mxcompat_run=off)
     else:
-        launch[0] = os.path.join(os.path.dirname(sys.executable), "horovodrun")
-    env = subprocess_env(
-        {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
-    )
-    proc = subprocess.Popen(
-        launch,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # on timeout the whole job is killed
-    )
-    try:
-        out, _ = proc.communicate(timeout=JOB_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
+        cmd = horovod.command(program)
+    returncode, out = horovod.run(cmd, subprocess_env(), JOB_TIMEOUT)
+    if returncode is None:
         pytest.fail("the %s horovodrun job took over %d s:\n%s" % (mode, JOB_TIMEOUT, out[-4000:]))
-    if proc.returncode != 0:
-        pytest.fail("the %s horovodrun job failed (%d):\n%s" % (mode, proc.returncode, out[-4000:]))
+    if returncode != 0:
+        pytest.fail("the %s horovodrun job failed (%d):\n%s" % (mode, returncode, out[-4000:]))
     return out
 
 

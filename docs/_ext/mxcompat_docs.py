@@ -225,10 +225,8 @@ def cli_reference():
     """``mxcompat --help`` and each command's ``--help``, as the installed CLI prints them."""
     from mxcompat import cli
 
-    parser = cli._parser()[0]
-    commands = list(parser._subparsers._group_actions[0].choices)
     out = ["## `mxcompat`\n", "```text\n%s\n```\n" % _help_of([])]
-    for command in commands:
+    for command in cli.COMMANDS:
         out.append("## `mxcompat %s`\n" % command)
         out.append("```text\n%s\n```\n" % _help_of([command]))
     return "\n".join(out)
@@ -237,7 +235,7 @@ def cli_reference():
 def suite_allowed_table():
     """The MXNet-suite runner's allowed differences (``ALLOWED`` of its ``releases.py``): each
     test id, the releases it is allowed for, the test's own line and NumPy's change."""
-    from mxcompat.cli.mxnet_suite import releases as suite
+    from tools.mxnet_suite import releases as suite
 
     grouped = {}
     for tag, ids in suite.ALLOWED.items():
@@ -264,7 +262,7 @@ def suite_allowed_table():
 
 def suite_deselected_table():
     """The ids the MXNet-suite runner does not run (``DESELECT``), each with its reason."""
-    from mxcompat.cli.mxnet_suite import releases as suite
+    from tools.mxnet_suite import releases as suite
 
     rows = ["| test | why it is not run |", "|---|---|"]
     rows += ["| `%s` | %s |" % (t, _cell(r)) for t, r in sorted(suite.DESELECT.items())]

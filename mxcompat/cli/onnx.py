@@ -1,10 +1,47 @@
 """``mxcompat onnx PREFIX EPOCH --input-shape ...``: a checkpoint to a verified ONNX file."""
 
+from __future__ import annotations
+
 import argparse
 import os
 import sys
 
 from .. import onnx as onnx_export
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "onnx",
+        help="convert a checkpoint (PREFIX-symbol.json, PREFIX-EPOCH.params) to ONNX "
+        "with MXNet's own exporter, verified in onnxruntime",
+        description="Convert a checkpoint to ONNX with MXNet's own exporter (loss heads become "
+        "their inference ops), then run it in onnxruntime against MXNet.  Needs "
+        "onnx and onnxruntime: " + onnx_export.INSTALL_HINT,
+    )
+    parser.add_argument("prefix", metavar="PREFIX")
+    parser.add_argument("epoch", metavar="EPOCH", type=int)
+    parser.add_argument(
+        "--input-shape",
+        action="append",
+        required=True,
+        metavar="N,C,H,W",
+        type=parse_shape,
+        help="the shape of the model's input, e.g. 1,3,224,224; "
+        "once per input, in the symbol's order",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="where to write the model (default: PREFIX.onnx)"
+    )
+    parser.add_argument(
+        "--opset",
+        type=int,
+        metavar="N",
+        help="ONNX opset (default: the newest this MXNet's exporter writes)",
+    )
+    parser.add_argument(
+        "--no-verify", action="store_true", help="do not run the model in onnxruntime against MXNet"
+    )
+    return parser
 
 
 def parse_shape(text):
@@ -18,7 +55,7 @@ def parse_shape(text):
     return shape
 
 
-def main(args):
+def main(args: argparse.Namespace) -> int:
     """Run ``mxcompat onnx`` with its parsed ``args``; the exit status."""
     import warnings
 

@@ -24,7 +24,7 @@ from conftest import (
 
 import mxcompat
 from mxcompat._core import facts, registry, traps
-from mxcompat.cli import BOOTSTRAP
+from mxcompat.cli.run import BOOTSTRAP
 
 EXAMPLES = os.path.join(ROOT, "examples")
 

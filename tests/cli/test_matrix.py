@@ -16,8 +16,12 @@ import pytest
 from conftest import ROOT
 from support.reference_env import cache_dir
 
+from mxcompat import _envs, cli
 from mxcompat._core import versions
-from mxcompat.cli import matrix
+from mxcompat.cli.matrix import runner
+from mxcompat.cli.matrix._common import FAILED, PASSED, SKIPPED
+from mxcompat.cli.matrix.display import LiveDisplay, PlainDisplay
+from mxcompat.cli.matrix.select import select
 
 EXAMPLE = os.path.join(ROOT, "examples", "matrix_project")
 
@@ -38,7 +42,7 @@ needs_uv = pytest.mark.skipif(
 
 
 def _python311():
-    return matrix.find_python(_UV, "3.11")[0] if _UV else None
+    return _envs.find_python(_UV, "3.11")[0] if _UV else None
 
 
 def run_matrix(args, cwd, env=None, timeout=600):
@@ -163,7 +167,7 @@ def test_the_junit_files(two_releases):
 def test_the_cache_is_reused_then_rebuilt_with_recreate(two_releases, project, cache, tmp_path):
     _, first, _ = two_releases
     path = {e["env"]: e["path"] for e in first["envs"]}["mx191"]
-    marker = os.path.join(path, matrix.MARKER)
+    marker = os.path.join(path, _envs.MARKER)
     built_at = os.stat(marker).st_mtime
     json_path = str(tmp_path / "again.json")
     args = (
@@ -284,7 +288,7 @@ def test_a_folder_without_a_project_is_a_usage_error(tmp_path):
 
 def test_selection():
     def names(*argv):
-        return [c.name for c in matrix.select(matrix._parser().parse_args(list(argv)))]
+        return [c.name for c in select(cli.parser()[0].parse_args(["matrix"] + list(argv)))]
 
     assert names("--mxnet", "1.5") == [
         "mx151",
@@ -326,7 +330,7 @@ def test_python_314_and_315_rows_say_where_they_run_or_why_not(tmp_path):
     expected = [c for c in versions.COMBINATIONS if c.python in ("3.14", "3.15")]
     assert [r[0] for r in rows] == [c.name for c in expected]
     for row, c in zip(rows, expected):
-        found, _ = matrix.find_python(_UV, c.python)
+        found, _ = _envs.find_python(_UV, c.python)
         assert row[1:6] == ["MXNet", c.mxnet, "Python", c.python, c.numpy]
         if found:
             assert row[6] == "Python" and row[7].startswith(c.python + "."), row
@@ -336,9 +340,9 @@ def test_python_314_and_315_rows_say_where_they_run_or_why_not(tmp_path):
 
 def test_first_failure():
     out = "..F\n____ test_x ____\nE  assert 1 == 2\nFAILED t.py::test_x - assert 1 == 2\n1 failed\n"
-    assert matrix.first_failure(out) == "FAILED t.py::test_x - assert 1 == 2"
-    assert matrix.first_failure("Traceback\nValueError: bad\n\n") == "ValueError: bad"
-    assert matrix.first_failure("") is None
+    assert runner.first_failure(out) == "FAILED t.py::test_x - assert 1 == 2"
+    assert runner.first_failure("Traceback\nValueError: bad\n\n") == "ValueError: bad"
+    assert runner.first_failure("") is None
 
 
 class _Terminal:
@@ -360,14 +364,14 @@ class _Terminal:
 def test_the_live_display_redraws_one_line_per_env_in_place():
     from mxcompat._core import versions
 
-    envs = [matrix.Env(versions.by_name("mx191")), matrix.Env(versions.by_name("mx131"))]
-    envs[1].result, envs[1].reason = matrix.SKIPPED, "no Python 3.7 interpreter found"
+    envs = [runner.Env(versions.by_name("mx191")), runner.Env(versions.by_name("mx131"))]
+    envs[1].result, envs[1].reason = SKIPPED, "no Python 3.7 interpreter found"
     envs[1].first_failure = envs[1].reason
     out = _Terminal()
-    display = matrix.LiveDisplay(envs, out)
+    display = LiveDisplay(envs, out)
     display.start()
     envs[0].state, envs[0].started = "installing", 0.0
-    envs[0].result, envs[0].install_s, envs[0].run_s = matrix.PASSED, 2.0, 3.5
+    envs[0].result, envs[0].install_s, envs[0].run_s = PASSED, 2.0, 3.5
     display.update(envs[0])
     display.stop()
     frames = out.text.split("\x1b[2F")
@@ -387,12 +391,12 @@ def test_the_live_display_redraws_one_line_per_env_in_place():
 def test_the_plain_display_prints_one_line_per_change():
     from mxcompat._core import versions
 
-    env = matrix.Env(versions.by_name("mx151"))
+    env = runner.Env(versions.by_name("mx151"))
     out = _Terminal()
-    display = matrix.PlainDisplay([env], out)
+    display = PlainDisplay([env], out)
     env.state = "installing"
     display.update(env)
-    env.result, env.started, env.install_s, env.run_s = matrix.FAILED, 0.0, 1.0, 2.25
+    env.result, env.started, env.install_s, env.run_s = FAILED, 0.0, 1.0, 2.25
     env.first_failure = "FAILED t.py::test_x"
     display.update(env)
     assert out.text == "mx151: installing\nmx151: failed (3.2 s): FAILED t.py::test_x\n"

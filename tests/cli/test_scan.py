@@ -11,8 +11,8 @@ import pytest
 
 libcst = pytest.importorskip("libcst", reason="mxcompat scan needs libcst (extra 'scan')")
 
+from mxcompat import cli  # noqa: E402
 from mxcompat._core import traps  # noqa: E402
-from mxcompat.cli import scan  # noqa: E402
 from mxcompat.cli.scan import rules  # noqa: E402
 
 # code -> (triggers, (line, column) of each finding, must not trigger, fixed text or None)
@@ -199,7 +199,7 @@ def _write(tmpdir, name, text):
 
 
 def _scan(capsys, *argv):
-    code = scan.main(list(argv))
+    code = cli.main(["scan"] + list(argv))
     return code, capsys.readouterr().out
 
 
@@ -326,7 +326,7 @@ def test_excluded_folders_are_skipped_unless_named(tmpdir, capsys):
 )
 def test_usage_errors_exit_2_with_one_message(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
-        scan.main(argv)
+        cli.main(["scan"] + argv)
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
     assert err.splitlines()[-1].startswith("mxcompat scan: error: ")

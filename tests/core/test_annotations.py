@@ -8,11 +8,9 @@ from conftest import run_python
 
 import mxcompat
 from mxcompat import cli
-from mxcompat.cli import install, matrix, scan
-from mxcompat.cli.check import runner
 
 FUNCTIONS = [n for n in mxcompat.__all__ if inspect.isfunction(getattr(mxcompat, n))]
-ENTRY_POINTS = [cli.main, matrix.main, scan.main, runner.main, install.main]
+ENTRY_POINTS = [cli.main] + [command.main for command in cli.COMMANDS.values()]
 
 
 def test_the_public_names_are_the_functions_a_class_and_two_strings():

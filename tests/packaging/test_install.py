@@ -4,21 +4,21 @@ $MXCOMPAT_TEST_CACHE keep a second run quick), and runs mxcompat there.
 
 Run by the tox env ``packaging`` (which builds the sdist and wheel first and names their
 folder in $MXCOMPAT_DIST); elsewhere the distributions are built here.  Python 3.13 and 3.7
-must be findable by uv (.ci/run puts pyenv's interpreters on PATH); the Python 3.14/3.15 installs
-run where uv finds those (the Debian unstable root of .ci/newroot: `-k "py314 or py315"` there) and
-are skipped elsewhere.
+must be findable (mxcompat/_envs.py looks on PATH and in pyenv's version folders); the Python
+3.14/3.15 installs run where uv finds those (the Debian unstable root of .ci/newroot:
+`-k "py314 or py315"` there) and are skipped elsewhere.
 """
 
 import glob
 import json
 import os
-import shutil
 import subprocess
 
 import pytest
 from conftest import ROOT
 
 import mxcompat
+from mxcompat import _envs
 from mxcompat.cli import install
 
 # Every step is bounded: a hung download fails the test instead of the CI job.
@@ -34,7 +34,7 @@ def _py(version):
 
 
 def _uv():
-    found = shutil.which("uv")
+    found = _envs.find_uv(required=False)
     if found is None:
         pytest.skip("uv is not installed in this env (the tox env packaging has it)")
     return found
@@ -81,15 +81,13 @@ def _one(dist, pattern):
     return found
 
 
-def _python(uv, version, env):
-    proc = subprocess.run(
-        [uv, "python", "find", version], env=env, capture_output=True, text=True, timeout=60
-    )
-    if proc.returncode != 0 and version in OPTIONAL_PYTHONS:
+def _python(uv, version):
+    found, why = _envs.find_python(uv, version)
+    if found is None and version in OPTIONAL_PYTHONS:
         pytest.skip("no Python %s here (uv finds none; .ci/newroot's Debian root has it)" % version)
-    if proc.returncode != 0:
-        pytest.fail("no Python %s found by uv: %s" % (version, proc.stderr.strip()))
-    return proc.stdout.strip()
+    if found is None:
+        pytest.fail(why)
+    return found
 
 
 def _proves_mxnet_works(venv, env, numpy_major):
@@ -125,7 +123,7 @@ def test_pip_one_command_from_the_built_wheel(tmp_path, dist, python_version):
     """The plain-pip route: the wheel, then `mxcompat install mxnet==1.9.1` in a venv made by
     Python's own venv module."""
     env = _env(tmp_path)
-    python = _python(_uv(), python_version, env)
+    python = _python(_uv(), python_version)
     venv = str(tmp_path / "venv")
     _run([python, "-m", "venv", venv], env)
     _run([os.path.join(venv, "bin", "pip"), "install", _one(dist, "*.whl")], env)
@@ -167,7 +165,7 @@ def test_uv_one_command_as_the_docs_say(tmp_path, dist, python_version):
     env = _env(tmp_path)
     uv = _uv()
     venv = str(tmp_path / "venv")
-    _run([uv, "venv", "--python", _python(uv, python_version, env), venv], env)
+    _run([uv, "venv", "--python", _python(uv, python_version), venv], env)
     env["VIRTUAL_ENV"] = venv
     overrides = os.path.join("mxcompat", "cli", "install", install.SHIPPED_OVERRIDES["1.9.1"])
     assert os.path.isfile(os.path.join(ROOT, overrides))
@@ -191,7 +189,7 @@ def test_the_sdist_builds_and_installs_on_python37(tmp_path, dist):
     env = _env(tmp_path)
     uv = _uv()
     venv = str(tmp_path / "venv")
-    _run([uv, "venv", "--python", "3.7", venv], env)
+    _run([uv, "venv", "--python", _python(uv, "3.7"), venv], env)
     env["VIRTUAL_ENV"] = venv
     _run([uv, "pip", "install", _one(dist, "*.tar.gz")], env)
     out = _run([os.path.join(venv, "bin", "mxcompat"), "--version"], env).stdout
@@ -217,7 +215,7 @@ def test_mxcompat_install_uv_in_a_venv_without_pip(tmp_path, dist, python_versio
     env = _env(tmp_path)
     uv = _uv()
     venv = str(tmp_path / "venv")
-    _run([uv, "venv", "--python", _python(uv, python_version, env), venv], env)
+    _run([uv, "venv", "--python", _python(uv, python_version), venv], env)
     env["VIRTUAL_ENV"] = venv
     _run([uv, "pip", "install", _one(dist, "*.whl")], env)
     mxcompat_bin = os.path.join(venv, "bin", "mxcompat")
@@ -246,7 +244,7 @@ def test_the_wheel_installs_and_runs_on_every_classified_python(tmp_path, dist, 
     env = _env(tmp_path)
     uv = _uv()
     venv = str(tmp_path / "venv")
-    _run([uv, "venv", "--python", python, venv], env)
+    _run([uv, "venv", "--python", _python(uv, python), venv], env)
     env["VIRTUAL_ENV"] = venv
     _run([uv, "pip", "install", _one(dist, "*.whl")], env)
     out = _run([os.path.join(venv, "bin", "mxcompat"), "--version"], env).stdout

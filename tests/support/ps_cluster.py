@@ -8,13 +8,14 @@ on timeout or on the first failed process every process of it is killed.
 """
 
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 
 import pytest
+
+from tools import processes
 
 CLUSTER_TIMEOUT = 150  # seconds, for the whole cluster
 
@@ -72,12 +73,11 @@ def _start_cluster(outdir, script, args, extra_env, num_workers, timeout):
                 (
                     role,
                     log,
-                    subprocess.Popen(
+                    processes.start(
                         [sys.executable, "-c", script] + args + [outdir],
                         env=env,
                         stdout=log,
                         stderr=subprocess.STDOUT,
-                        start_new_session=True,
                     ),
                 )
             )
@@ -93,13 +93,8 @@ def _start_cluster(outdir, script, args, extra_env, num_workers, timeout):
                 )
             time.sleep(0.1)
     finally:
-        for _role, _log, proc in procs:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                proc.wait()
+        for _role, log, proc in procs:
+            processes.kill(proc)
             log.close()
     return [(role, proc.returncode) for role, _, proc in procs if proc.returncode != 0]
 

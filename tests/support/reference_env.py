@@ -16,7 +16,7 @@ Where the reference comes from:
   mxcompat): the same interpreter, in a fresh process that never imports mxcompat.
 * Otherwise: a virtualenv with Python ``REFERENCE_PYTHON`` and NumPy ``REFERENCE_NUMPY`` and the
   same MXNet wheel (``--no-deps``: 1.3.1/1.4.1 declare ``numpy<1.15``), built once by
-  ``mxcompat/cli/envs.py`` (the builder ``mxcompat matrix`` uses) and cached
+  ``mxcompat/_envs.py`` (the builder ``mxcompat matrix`` uses) and cached
   under ``MXCOMPAT_TEST_CACHE`` (default ``~/.cache/mxcompat-tests``); delete that folder to
   rebuild.  The child runs with this process's environment, so every CPU setting above
   applies to both sides.
@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 
+from mxcompat import _envs
 from mxcompat._core import versions
 from mxcompat.patches import exec_stack
 
@@ -89,15 +90,13 @@ def cache_dir():
 def reference_venv(wheel_version):
     """The cached reference virtualenv's Python for ``mxnet==wheel_version``, built if missing
     (by mxcompat's one environment builder: uv when there is one, else venv and pip)."""
-    # Imported here: mxcompat.cli loads the patches, which only tests that need MXNet want.
-    from mxcompat.cli import envs
 
     def distutils(root):
-        if envs.lacks_distutils(root):
+        if _envs.lacks_distutils(root):
             # A distribution's Python 3.11 without its distutils package (Debian's
             # python3-distutils): MXNet 1.6+ imports it, setuptools provides it.
             with open(root + ".log", "a") as logf:
-                envs.pip_install(envs.find_uv(required=False), root, ["setuptools"], logf)
+                _envs.pip_install(_envs.find_uv(required=False), root, ["setuptools"], logf)
 
     name = "mxnet-%s-py%s-numpy-%s" % (wheel_version, REFERENCE_PYTHON, REFERENCE_NUMPY)
     steps = [
@@ -105,8 +104,8 @@ def reference_venv(wheel_version):
         ["numpy==" + REFERENCE_NUMPY] + list(REFERENCE_EXTRAS),
     ]
     try:
-        return envs.cached(cache_dir(), name, REFERENCE_PYTHON, steps, after=distutils)
-    except envs.EnvError as e:
+        return _envs.cached(cache_dir(), name, REFERENCE_PYTHON, steps, after=distutils)
+    except _envs.EnvError as e:
         raise Unavailable(
             "cannot build the reference environment (MXNet %s on Python %s + NumPy %s): %s"
             % (wheel_version, REFERENCE_PYTHON, REFERENCE_NUMPY, e)

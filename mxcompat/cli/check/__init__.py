@@ -4,6 +4,10 @@ Each check returns a short detail or raises ``Skip(reason)``; anything else it r
 failure.  One line per check, then the versions; exit 0 when every applicable check passed.
 """
 
+from __future__ import annotations
+
+import argparse
+
 # Importing the scenarios registers every check, in the order they run.
 # isort: off
 from . import scenarios  # noqa: F401
@@ -12,4 +16,16 @@ from . import model_scenarios  # noqa: F401
 
 # isort: on
 from .model_scenarios import _check_onnx  # noqa: F401
-from .runner import FAIL, OK, SKIP, Skip, _checks, check, main, run_checks  # noqa: F401
+from .runner import FAIL, OK, SKIP, Skip, _checks, check, report, run_checks  # noqa: F401
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "check", help="run a tiny real scenario per feature on this MXNet"
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    return parser
+
+
+def main(args: argparse.Namespace) -> int:
+    return report(as_json=args.json)

@@ -132,7 +132,8 @@ def _print_line(r, out):
     out.write(text + "\n")
 
 
-def main(as_json: bool = False) -> int:
+def report(as_json: bool = False) -> int:
+    """Run every check and print the results (as JSON with ``as_json``); the exit status."""
     out = sys.stdout
     results, versions = run_checks()
     failed = [r for r in results if r["status"] == FAIL]

@@ -18,16 +18,14 @@ import subprocess
 import sys
 import tempfile
 
+from ... import _envs
 from ..._core import versions
+from .._usage import UsageError
 
 # The overrides file shipped beside this module for the release a newcomer installs, so that
 # `uv pip install . mxnet==1.9.1 --overrides <it>` works from a checkout before mxcompat is
 # installed (tests check it against versions.overrides).
 SHIPPED_OVERRIDES = {"1.9.1": "mxnet-1.9.1-overrides.txt"}
-
-
-class UsageError(Exception):
-    pass
 
 
 def shipped_overrides_path(mxnet: str) -> str:
@@ -45,9 +43,11 @@ def overrides_text(mxnet: str) -> str:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mxcompat install",
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "install",
+        help="install MXNet with the NumPy mxcompat is tested with on this Python (past the "
+        "wheel's numpy<2 pin on Python 3.12-3.15): mxcompat install mxnet==1.9.1",
         description="Install MXNet into this Python's environment with the NumPy mxcompat is "
         "tested with here (on Python 3.12-3.15 past the wheel's numpy<2 pin).  Then: "
         "mxcompat check.",
@@ -139,20 +139,15 @@ def commands(
     return [pip + step for step in combination.install_steps()]
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+def main(args: argparse.Namespace) -> int:
     here = "%d.%d" % sys.version_info[:2]
     try:
         combination = choose(args.mxnet, here, latest=args.numpy == "latest")
         uv = None
         if args.uv:
-            from ..matrix import envs
-            from ..matrix._common import UsageError as NoUv
-
-            try:
-                uv = envs.find_uv()
-            except NoUv:
-                raise UsageError("--uv: uv is not installed (pip install uv)") from None
+            uv = _envs.find_uv(required=False)
+            if uv is None:
+                raise UsageError("--uv: uv is not installed (pip install uv)")
         elif not args.dry_run and not _has_pip():
             raise UsageError(
                 "this environment has no pip (uv makes venvs without one): "

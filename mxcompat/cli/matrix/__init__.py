@@ -20,27 +20,14 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from ... import __version__
+from ... import __version__, _envs
 from ..._core import versions
-from ._common import CACHE_ENV, ERROR, FAILED, MARKER, PASSED, SKIPPED, UsageError  # noqa: F401
+from .._usage import UsageError
+from ._common import CACHE_ENV, ERROR, SKIPPED
 from .display import LiveDisplay, PlainDisplay
-from .envs import (  # noqa: F401
-    Env,
-    Packages,
-    Runner,
-    _python_version,
-    default_mxcompat_spec,
-    find_python,
-    find_uv,
-    first_failure,
-)
 from .report import _exit_code, table, write_junit
+from .runner import Env, Packages, Runner, default_mxcompat_spec
 from .select import select
-
-# Names for annotations only: type checkers take this block as run, Python never runs it.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import TextIO
 
 USAGE = "mxcompat matrix [options] -- COMMAND [ARGS...]\n       mxcompat matrix --list [options]"
 EPILOG = """The combinations (mxcompat matrix --list shows which this machine can run):
@@ -58,9 +45,11 @@ use `mxcompat run script.py` as the command.  Example:
 )
 
 
-def _parser():
-    parser = argparse.ArgumentParser(
-        prog="mxcompat matrix",
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "matrix",
+        help="run a command (your tests) in a fresh env per supported MXNet x "
+        "Python x NumPy combination: mxcompat matrix --help",
         usage=USAGE,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -184,8 +173,8 @@ def _locate(uv, combos, download):
     envs = []
     for c in combos:
         if c.python not in found:
-            python, why = find_python(uv, c.python, download)
-            version = _python_version(python) if python else None
+            python, why = _envs.find_python(uv, c.python, download)
+            version = _envs.python_version(python) if python else None
             if python and version is None:
                 python, why = None, "%s does not run" % python
             found[c.python] = (python, version, why)
@@ -214,46 +203,44 @@ def _print_list(envs, out):
             out.write("%-*s    %s\n" % (width, "", line))
 
 
-def main(argv: list[str], out: TextIO | None = None) -> int:
-    out = out or sys.stdout
-    argv = list(argv)
-    command = []
-    if "--" in argv:
-        at = argv.index("--")
-        argv, command = argv[:at], argv[at + 1 :]
-    parser = _parser()
-    args = parser.parse_args(argv)
-    try:
-        if args.jobs is not None and args.jobs < 1:
-            raise UsageError("--jobs must be at least 1")
-        # Not "> 0" alone: nan compares false both ways and would stop no command.
-        if args.timeout is not None and not 0 < args.timeout < float("inf"):
-            raise UsageError(
-                "--timeout must be a positive number of seconds, not %s" % args.timeout
-            )
-        combos = select(args)
-        if not args.list and not command:
-            raise UsageError(
-                "name the command to run after --, e.g. mxcompat matrix -- pytest -q tests/"
-            )
-        project = os.getcwd()
-        if not (
-            args.list
-            or args.no_install_project
-            or any(os.path.exists(os.path.join(project, f)) for f in ("pyproject.toml", "setup.py"))
-        ):
-            raise UsageError(
-                "no pyproject.toml or setup.py in %s to install: run from your "
-                "project's folder or pass --no-install-project" % project
-            )
-        for req in args.requirements:
-            if not os.path.exists(req):
-                raise UsageError("-r %s: no such file" % req)
-        uv = find_uv()
-    except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        sys.stderr.write("mxcompat matrix: error: %s\n" % exc)
-        return 2
+def split_argv(argv: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """``(matrix's own options, {"user_command": COMMAND [ARGS...]})``: everything after
+    ``--`` is the command to run, never an option of matrix."""
+    if "--" not in argv:
+        return argv, {"user_command": []}
+    at = argv.index("--")
+    return argv[:at], {"user_command": argv[at + 1 :]}
+
+
+def main(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    command = args.user_command
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    # Not "> 0" alone: nan compares false both ways and would stop no command.
+    if args.timeout is not None and not 0 < args.timeout < float("inf"):
+        raise UsageError("--timeout must be a positive number of seconds, not %s" % args.timeout)
+    combos = select(args)
+    if not args.list and not command:
+        raise UsageError(
+            "name the command to run after --, e.g. mxcompat matrix -- pytest -q tests/"
+        )
+    project = os.getcwd()
+    if not (
+        args.list
+        or args.no_install_project
+        or any(os.path.exists(os.path.join(project, f)) for f in ("pyproject.toml", "setup.py"))
+    ):
+        raise UsageError(
+            "no pyproject.toml or setup.py in %s to install: run from your "
+            "project's folder or pass --no-install-project" % project
+        )
+    for req in args.requirements:
+        if not os.path.exists(req):
+            raise UsageError("-r %s: no such file" % req)
+    uv = _envs.find_uv(required=False)
+    if uv is None:
+        raise UsageError("mxcompat matrix needs uv: pip install 'mxcompat[matrix]' (or uv)")
 
     envs = _locate(uv, combos, args.download_pythons)
     if args.list:

@@ -1,7 +1,7 @@
 """Which combinations a ``mxcompat matrix`` run takes (``--mxnet``, ``--python``, ...)."""
 
 from ..._core import versions
-from ._common import UsageError
+from .._usage import UsageError
 
 
 def _csv(text):

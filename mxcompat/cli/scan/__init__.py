@@ -17,15 +17,18 @@ import json
 import os
 import sys
 
+from .._usage import UsageError
+
 INSTALL_HINT = "pip install 'mxcompat[scan]' (or pip install libcst)"
 # --fix applies every certain fix, then scans again: a fix inside a fixed node (a call inside
 # a renamed call) lands on the next round, so one --fix run leaves nothing a second would do.
 _FIX_ROUNDS = 5
 
 
-def _parser():
-    parser = argparse.ArgumentParser(
-        prog="mxcompat scan",
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "scan",
+        help="find (and --fix) the legacy MXNet traps in Python source: mxcompat scan --help",
         description="Find the legacy MXNet traps in Python source (and fix the certain ones).",
     )
     parser.add_argument(
@@ -57,31 +60,34 @@ def _parser():
     return parser
 
 
-def _codes(parser, text, known):
+def _codes(text, known):
     codes = [c.strip().upper() for c in text.split(",") if c.strip()]
     unknown = [c for c in codes if c not in known]
     if unknown:
-        parser.error(
+        raise UsageError(
             "unknown rule code(s) %s; the rules are %s"
             % (", ".join(unknown), ", ".join(sorted(known)))
         )
     return codes
 
 
-def _import_rules(parser):
+def _import_rules():
+    """The engine and the rules, or ``None`` without libcst."""
     try:
         from . import engine, rules
     except ImportError as exc:
         if "libcst" not in str(exc):
             raise
-        parser.exit(2, "mxcompat scan: needs libcst: %s\n" % INSTALL_HINT)
+        return None
     return engine, rules
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    engine, rules = _import_rules(parser)
+def main(args: argparse.Namespace) -> int:
+    imported = _import_rules()
+    if imported is None:
+        sys.stderr.write("mxcompat scan: needs libcst: %s\n" % INSTALL_HINT)
+        return 2
+    engine, rules = imported
     if args.rules:
         for r in rules.RULES:
             sys.stdout.write(
@@ -89,12 +95,12 @@ def main(argv: list[str] | None = None) -> int:
             )
         return 0
     if args.fix and args.diff:
-        parser.error("--fix and --diff: choose one (--diff previews what --fix writes)")
-    select = _codes(parser, args.select, rules.BY_CODE)
-    ignore = _codes(parser, args.ignore, rules.BY_CODE)
+        raise UsageError("--fix and --diff: choose one (--diff previews what --fix writes)")
+    select = _codes(args.select, rules.BY_CODE)
+    ignore = _codes(args.ignore, rules.BY_CODE)
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
-        parser.error("no such file or folder: %s" % ", ".join(missing))
+        raise UsageError("no such file or folder: %s" % ", ".join(missing))
     selected = [r for r in rules.RULES if (not select or r.code in select) and r.code not in ignore]
     results = [
         _settle(engine, r, selected, args)

@@ -9,7 +9,7 @@ import os
 import re
 from collections import namedtuple
 
-from ..._core import versions
+from mxcompat._core import versions
 
 MXNET_EXTRAS = versions.MXNET_EXTRAS
 

@@ -6,7 +6,9 @@ import os
 import shutil
 import subprocess
 
-from .. import envs
+from mxcompat import _envs
+from mxcompat.patches import exec_stack
+
 from . import releases
 from .plugins import _INI
 
@@ -36,11 +38,8 @@ def cache_dir():
     )
 
 
-def _mxcompat_source():
-    """This checkout (the tool runs from it: tests/ and the source are not in a wheel)."""
-    from ..matrix.envs import default_mxcompat_spec
-
-    return default_mxcompat_spec()
+# This checkout, whose mxcompat goes into the candidate (the tool runs from it).
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def reference_python(release):
@@ -53,7 +52,7 @@ def reference_python(release):
         [row.numpy] + list(releases.MXNET_EXTRAS) + list(release.reference_tools),
         ["--only-binary", ":all:", row.numpy] + list(release.reference_science),
     ]
-    return envs.cached(cache_dir(), envs.safe_name(name), release.reference_python, steps)
+    return _envs.cached(cache_dir(), _envs.safe_name(name), release.reference_python, steps)
 
 
 def candidate_python(release, python_version=releases.CANDIDATE_PYTHON):
@@ -72,8 +71,8 @@ def candidate_python(release, python_version=releases.CANDIDATE_PYTHON):
             if p not in releases.SCIENCE_WITHOUT_WHEELS.get(python_version, ())
         ],
     ]
-    python = envs.cached(cache_dir(), envs.safe_name(name), python_version, steps)
-    uv = envs.find_uv()
+    python = _envs.cached(cache_dir(), _envs.safe_name(name), python_version, steps)
+    uv = _envs.find_uv()
     # The newest NumPy on every run (a new one must show here first), then this checkout's
     # mxcompat over whatever the cache holds.
     _run(
@@ -90,7 +89,7 @@ def candidate_python(release, python_version=releases.CANDIDATE_PYTHON):
             python,
             "--no-deps",
             "--reinstall",
-            _mxcompat_source(),
+            CHECKOUT,
         ],
         "installing mxcompat into the candidate",
     )
@@ -177,7 +176,5 @@ def _side_env(run_dir, side, file):
     if side == "reference":
         # MXNet as released: glibc's own switch where it refuses 1.3-1.6's executable stack
         # (the candidate gets mxcompat's fix).
-        from ...patches import exec_stack
-
         env = exec_stack.without_mxcompat(env)
     return env

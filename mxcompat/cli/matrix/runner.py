@@ -1,5 +1,5 @@
-"""The environments of ``mxcompat matrix``: uv, the interpreters, mxcompat and the project
-built once into wheels, each combination's venv built (cached) and its command run."""
+"""How ``mxcompat matrix`` runs: mxcompat and the project built once into wheels, each
+combination's venv built (cached, by ``mxcompat._envs``) and its command run there."""
 
 import hashlib
 import json
@@ -9,25 +9,10 @@ import subprocess
 import tempfile
 import time
 
-from ... import __version__
+from ... import __version__, _envs
 from ..._core import facts, settings
-from .. import envs as _envs
-from ._common import CACHE_FORMAT, ERROR, FAILED, INSTALL_TIMEOUT, PASSED, UsageError
-
-
-def find_uv():
-    """uv's binary (``envs.find_uv``), or the usage error that says how to get it."""
-    try:
-        return _envs.find_uv()
-    except _envs.EnvError:
-        raise UsageError(
-            "mxcompat matrix needs uv: pip install 'mxcompat[matrix]' (or uv)"
-        ) from None
-
-
-find_python = _envs.find_python
-_python_version = _envs.python_version
-
+from .._usage import UsageError
+from ._common import CACHE_FORMAT, ERROR, FAILED, PASSED
 
 # --- what gets installed ---------------------------------------------------------------------
 
@@ -86,7 +71,7 @@ class Packages:
                 [uv, "build", "--wheel", "--out-dir", out, source],
                 stdout=logf,
                 stderr=subprocess.STDOUT,
-                timeout=INSTALL_TIMEOUT,
+                timeout=_envs.INSTALL_TIMEOUT,
             )
         wheels = [f for f in os.listdir(out) if f.endswith(".whl")]
         if proc.returncode != 0 or len(wheels) != 1:

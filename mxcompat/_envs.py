@@ -1,11 +1,14 @@
-"""The one environment builder of mxcompat's tools: finding uv and the interpreters, building
-a virtualenv from a list of install steps under a lock, and caching it.
+"""The one environment builder of mxcompat and its tools: finding uv, finding the interpreters
+(pyenv's version folders put on PATH for that), building a virtualenv from a list of install
+steps under a lock, and caching it.
 
 ``mxcompat matrix`` (one env per combination of ``_core/versions``), the test suite's
-reference environments (``tests/support/reference_env.py``) and the MXNet-suite runner
-(``python -m mxcompat.cli.mxnet_suite``) all build their envs here, so an interpreter is found,
-an env locked, reused or rebuilt the same way everywhere.  Without uv (the test suite's
-reference envs in a bare tox env) the stdlib's ``venv`` and pip do the same steps, slower.
+reference environments (``tests/support/reference_env.py``), its packaging tests and the
+MXNet-suite runner (``python -m tools.mxnet_suite``) all build their envs here, so an
+interpreter is found, an env locked, reused or rebuilt the same way everywhere.  Without uv
+(the test suite's reference envs in a bare tox env) the stdlib's ``venv`` and pip do the same
+steps, slower.  Private, and outside ``cli/``: not a command, but the package's own, since
+``mxcompat matrix`` needs it in every wheel.
 """
 
 import json

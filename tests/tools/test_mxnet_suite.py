@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from mxcompat._core import versions
-from mxcompat.cli import mxnet_suite
-from mxcompat.cli.mxnet_suite import releases, report
+from tools import mxnet_suite
+from tools.mxnet_suite import releases, report
 
 
 def _rec(outcome, message=""):

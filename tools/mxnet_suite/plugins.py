@@ -73,7 +73,7 @@ def pytest_runtest_logreport(report):
 """
 
 _INI = """[pytest]
-# Written by mxcompat.cli.mxnet_suite: MXNet's markers, so they raise no warning.
+# Written by tools.mxnet_suite: MXNet's markers, so they raise no warning.
 markers =
     seed: MXNet's seed marker
     serial: MXNet's serial marker

@@ -1,10 +1,10 @@
 """MXNet's own unittest folders as the judge of mxcompat on today's Python and NumPy.
 
-A tool of the project, not a public command: ``python -m mxcompat.cli.mxnet_suite``.  For each
-MXNet release of ``_core/versions`` (``--release 1.3.1,1.9.1`` or ``--release all``), the
-release's OWN test files (``tests/python/unittest`` of its tag in a git directory of
-apache/mxnet, extracted into a temporary folder, never copied into this project) run twice on
-this machine and the outcome of every test is compared by id:
+A tool of the project, not a public command: ``python -m tools.mxnet_suite`` from a
+checkout.  For each MXNet release of ``_core/versions`` (``--release 1.3.1,1.9.1`` or
+``--release all``), the release's OWN test files (``tests/python/unittest`` of its tag in a git
+directory of apache/mxnet, extracted into a temporary folder, never copied into this project)
+run twice on this machine and the outcome of every test is compared by id:
 
 * the reference: that release on the stack it was released for, without mxcompat (its
   versions row: 1.3/1.4 on Python 3.7 + NumPy 1.14.6; 1.5-1.8 on Python 3.8, where nose
@@ -15,16 +15,16 @@ this machine and the outcome of every test is compared by id:
 
 Usage (``docs/mxnet-suite.md``)::
 
-    python -m mxcompat.cli.mxnet_suite --mxnet-src /path/to/mxnet.git [--release all]
+    python -m tools.mxnet_suite --mxnet-src /path/to/mxnet.git [--release all]
         [--subset quick|required|others|full] [--files test_io,test_metric] [--json out.json]
-    python -m mxcompat.cli.mxnet_suite --report a.json b.json   # the README's table of runs
+    python -m tools.mxnet_suite --report a.json b.json   # the README's table of runs
 
 ``full`` is every test file of the tag: REQUIRED to their end, every other file within a time
 budget (``--budget`` seconds per side; judged on the tests both sides finished).
 
 ``--mxnet-src`` (or ``MXCOMPAT_MXNET_SRC``) is a git directory of apache/mxnet (bare or not)
 with the tags, or, for one release, a folder holding that release's ``tests/python``.  The
-venvs are built with uv once (``mxcompat/cli/envs.py``) and cached under
+venvs are built with uv once (``mxcompat/_envs.py``) and cached under
 ``MXCOMPAT_TEST_CACHE``; delete them to rebuild.  Exit status: 0 when every test that passes
 on a release's reference passes on its candidate (except that release's allowed NumPy
 changes), 1 when one does not, 2 when the run could not be made.
@@ -38,7 +38,9 @@ import sys
 import tempfile
 import time
 
-from .. import envs
+from mxcompat import _envs
+
+from .. import processes
 from . import releases
 from .plugins import _PLUGIN, _TEST_STANDINS
 from .releases import DESELECT, QUICK, REQUIRED, SUBSETS  # noqa: F401
@@ -112,23 +114,13 @@ def run_file(
             "--rootdir",
             unittest,
         ] + targets
-        log = open(os.path.join(side_dir, "%s%s.%d.log" % (file, tag, attempt)), "w")
         left = deadline - time.time()
-        proc = subprocess.Popen(
-            cmd,
-            cwd=unittest,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            rc = proc.wait(timeout=max(left, 1))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
+        with open(os.path.join(side_dir, "%s%s.%d.log" % (file, tag, attempt)), "w") as log:
+            rc, _ = processes.run(
+                cmd, max(left, 1), cwd=unittest, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+        if rc is None:
             rc = "timeout"
-        log.close()
         started, got = _read_records(record)
         done.update(got)
         lost = [t for t in started if t not in done]
@@ -317,7 +309,7 @@ def main(argv=None):
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog="python -m mxcompat.cli.mxnet_suite",
+        prog="python -m tools.mxnet_suite",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -389,7 +381,7 @@ def main(argv=None):
             result = run_release(release, args.mxnet_src, files, args, run_dir)
             results.append(result)
             status = max(status, 1 if result["regressions"] else 0)
-        except (SetupError, envs.EnvError, subprocess.TimeoutExpired) as e:
+        except (SetupError, _envs.EnvError, subprocess.TimeoutExpired) as e:
             print("mxnet_suite: MXNet %s: %s" % (release.tag, e))
             results.append({"release": release.tag, "error": str(e)})
             status = 2
