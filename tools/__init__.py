@@ -1,0 +1,1 @@
+"""The project's own tools, run from the checkout as ``python -m tools.<name>``; not installed."""
