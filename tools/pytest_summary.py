@@ -85,7 +85,8 @@ def report(journals, out=sys.stdout):
     every_ok = True
     for journal in journals:
         for name, env in journal.get("testenvs", {}).items():
-            if name.startswith("."):  # tox's packaging env
+            # tox's packaging envs, and the envs of tox.ini this run did not select.
+            if name.startswith(".") or "result" not in env:
                 continue
             lines, found, ok = _env_report(name, env)
             every_ok = every_ok and ok
