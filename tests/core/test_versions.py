@@ -151,6 +151,14 @@ def test_every_tox_env_is_in_one_label_and_the_root_label_holds_the_root_pythons
 
 
 @needs_checkout
+def test_ci_runs_every_label_on_the_host_but_root():
+    with open(os.path.join(ROOT, ".ci", "run")) as f:
+        (host,) = re.findall(r"host_select=\(-m ([\w ]+)\)", f.read())
+    labels = [line.split("=", 1)[0].strip() for line in _tox()["tox"]["labels"].splitlines()]
+    assert sorted(host.split()) == sorted(label for label in labels if label and label != "root")
+
+
+@needs_checkout
 def test_the_envs_install_the_test_extra_and_pytest_options_live_in_pyproject():
     tox = _tox()
     assert tox["testenv"]["extras"].strip() == "test"
