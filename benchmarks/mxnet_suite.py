@@ -13,11 +13,12 @@ outcomes, not this."""
 
 import importlib.util
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
+
+from tools import pytest_summary
 
 from ._harness import interleave
 
@@ -91,8 +92,7 @@ def run(table, configs, reps, source=None, quick=False):
                     text=True,
                     timeout=3600,
                 ).stdout
-                counts = re.findall(r"^=*\s*(\d+ (?:passed|failed).*?)\s*=*$", out, re.M)
-                summaries[name] = counts[-1] if counts else out.strip()[-300:]
+                summaries[name] = pytest_summary.summary(out) or out.strip()[-300:]
 
             return run_pytest
 

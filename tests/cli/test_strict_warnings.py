@@ -2,6 +2,7 @@
 ``mxcompat run -m pytest`` exactly as under ``python -m pytest``, and mxcompat's own code warns
 nothing but ``MXCompatWarning`` under ``python -X dev -W error``."""
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -9,7 +10,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import subprocess_env
+from conftest import ROOT, subprocess_env
 
 import mxcompat
 
@@ -35,7 +36,19 @@ PROJECT = {
 }
 
 _RESULT = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)", re.M)
-_SUMMARY = re.compile(r"^=* ?(\d+ \w+(, \d+ \w+)*) in [\d.]+s", re.M)
+
+
+def _pytest_summary():
+    # The checkout's one reader of pytest's summary line (tools/ is not installed, and the
+    # checkout is not on sys.path: the tests import the installed mxcompat).
+    path = os.path.join(ROOT, "tools", "pytest_summary.py")
+    spec = importlib.util.spec_from_file_location("pytest_summary", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+pytest_summary = _pytest_summary()
 
 
 def _run_pytest(cwd, prefix, options):
@@ -51,11 +64,11 @@ def _run_pytest(cwd, prefix, options):
         env=env,
         timeout=300,
     )
-    summary = _SUMMARY.search(proc.stdout)
+    summary = pytest_summary.summary(proc.stdout)
     return (
         proc.returncode,
         sorted(set(_RESULT.findall(proc.stdout))),
-        summary.group(1) if summary else None,
+        pytest_summary.counts(summary) if summary else None,
         proc.stdout,
     )
 

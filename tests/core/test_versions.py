@@ -13,36 +13,31 @@ from mxcompat._core import versions
 
 TOX_INI = os.path.join(ROOT, "tox.ini")
 README = os.path.join(ROOT, "README.md")
+PYPROJECT = os.path.join(ROOT, "pyproject.toml")
 
-# What tox adds for mxcompat's own tests: the test tools (pytest-xdist: `-n 2` in
-# test_strict_warnings; hypothesis: the bad-input properties; pytest-timeout: the MXNet-suite
-# runner's crash test), uv (test_matrix), onnx and onnxruntime (mxcompat's onnx extra), libcst
-# (the scan extra), SciPy (the scipy_chisquare patch's tests).
+# What tox adds to a combination for mxcompat's own tests, beside the `test` extra: OpenCV
+# (mx.recordio.pack_img), pip (the --no-deps install), uv (test_matrix), onnx and onnxruntime
+# (mxcompat's onnx extra), SciPy (the scipy_chisquare patch's tests).
 TEST_ONLY = {
-    "pytest>=6",
-    "pytest-xdist",
-    "pytest-timeout",
-    "hypothesis",
-    "looseversion>=1.3",
     "opencv-python-headless",
     "pip",
     "uv",
     "onnx",
     "onnxruntime",
-    "libcst",
     # mx.test_utils' chi-square checks (tests/patches/test_scipy_chisquare.py).
     "scipy==1.5.4",
     "scipy==1.14.1",
     "scipy",
 }
-# tox envs that are a combination plus one factor testing mxcompat itself (the wrapt floor).
+# tox envs that are a combination plus one factor testing mxcompat itself (the wrapt floor);
+# such an env tests its combination, which then needs no env of its own.
 VARIANT_FACTORS = {"wrapt114": {"wrapt==1.14.1"}}
 NOT_COMBINATIONS = {"bench", "packaging", "typing"}
 # Envs that run one file on a combination, in a section of their own (Horovod): hvd-<combination>.
 ON_A_COMBINATION = "hvd-"
 # No host interpreter for these: their combinations run in the Debian unstable root of
-# .ci/newroot (tests/packaging/test_install.py there), and need no tox env; one tox.ini has is
-# checked like any other.
+# .ci/newroot (tests/packaging/test_install.py there), and need no tox env; those tox.ini has
+# are checked like any other, and are the label `root` that .ci/run runs there.
 OUTSIDE_TOX_PYTHONS = {"3.14", "3.15"}
 
 needs_checkout = pytest.mark.skipif(
@@ -50,9 +45,10 @@ needs_checkout = pytest.mark.skipif(
 )
 
 
-def _factor_lines(text, env):
+def _factor_lines(text, env, substitute=True):
     """The lines of a tox setting that apply to ``env``, with tox's factor conditions
-    (``a,b: x`` when the env has factor a or b; ``a-b: x`` when it has both)."""
+    (``a,b: x`` when the env has factor a or b; ``a-b: x`` when it has both), and the env's
+    own set_env values put in for ``{env:NAME}`` (unless ``substitute`` is false)."""
     factors = set(env.split("-"))
     lines = []
     for raw in text.splitlines():
@@ -69,7 +65,16 @@ def _factor_lines(text, env):
             for alternative in condition.split(",")
         ):
             lines.append(value)
-    return lines
+    if not substitute:
+        return lines
+    values = _set_env(env)
+    return [re.sub(r"\{env:(\w+)\}", lambda m: values[m.group(1)], line) for line in lines]
+
+
+def _set_env(env):
+    """The ``set_env`` of ``env``: one block in [testenv], which every env inherits."""
+    lines = _factor_lines(_tox()["testenv"]["set_env"], env, substitute=False)
+    return dict((k.strip(), v.strip()) for k, v in (line.split("=", 1) for line in lines))
 
 
 def _tox():
@@ -78,8 +83,22 @@ def _tox():
     return parser
 
 
+def _split(text):
+    return [e.strip() for e in re.split(r"[,\s]+", text) if e.strip()]
+
+
 def _tox_envs(tox):
-    return [e.strip() for e in re.split(r"[,\s]+", tox["tox"]["env_list"]) if e.strip()]
+    return _split(tox["tox"]["env_list"])
+
+
+def _base_python(env):
+    """The env's interpreter: [testenv]'s base_python by factor, else tox's own pyXY rule."""
+    found = _factor_lines(_tox()["testenv"]["base_python"], env)
+    if found:
+        (python,) = found
+        return python
+    (factor,) = [f for f in env.split("-") if re.match(r"^py3\d+$", f)]
+    return "python3." + factor[3:]
 
 
 def _combination_of(env):
@@ -97,17 +116,58 @@ def test_every_combination_is_a_tox_env_and_every_tox_env_a_combination():
     envs = _tox_envs(_tox())
     names = [c.name for c in versions.COMBINATIONS]
     assert sorted(set(names)) == sorted(names)  # no name twice
-    missing = [
-        c.name
-        for c in versions.COMBINATIONS
-        if c.name not in envs and c.python not in OUTSIDE_TOX_PYTHONS
-    ]
-    assert missing == []
+    tested = set()
     for env in envs:
         if env.startswith(ON_A_COMBINATION):
             _combination_of(env[len(ON_A_COMBINATION) :])
         elif env not in NOT_COMBINATIONS:
-            _combination_of(env)  # KeyError: a tox env the table lacks
+            tested.add(_combination_of(env)[0].name)  # KeyError: a tox env the table lacks
+    missing = [
+        c.name
+        for c in versions.COMBINATIONS
+        if c.name not in tested and c.python not in OUTSIDE_TOX_PYTHONS
+    ]
+    assert missing == []
+
+
+@needs_checkout
+def test_every_tox_env_is_in_one_label_and_the_root_label_holds_the_root_pythons():
+    tox = _tox()
+    labels = {}
+    for line in tox["tox"]["labels"].strip().splitlines():
+        name, envs = line.split("=", 1)
+        labels[name.strip()] = _split(envs)
+    listed = [e for envs in labels.values() for e in envs]
+    assert sorted(listed) == sorted(set(listed))  # no env in two labels
+    assert set(_tox_envs(tox)) <= set(listed)
+    assert sorted(labels["root"]) == sorted(
+        e
+        for e in listed
+        if e not in NOT_COMBINATIONS
+        and not e.startswith(ON_A_COMBINATION)
+        and not e.startswith("docs")
+        and _combination_of(e)[0].python in OUTSIDE_TOX_PYTHONS
+    )
+
+
+@needs_checkout
+def test_ci_runs_every_label_on_the_host_but_root():
+    with open(os.path.join(ROOT, ".ci", "run")) as f:
+        (host,) = re.findall(r"host_select=\(-m ([\w ]+)\)", f.read())
+    labels = [line.split("=", 1)[0].strip() for line in _tox()["tox"]["labels"].splitlines()]
+    assert sorted(host.split()) == sorted(label for label in labels if label and label != "root")
+
+
+@needs_checkout
+def test_the_envs_install_the_test_extra_and_pytest_options_live_in_pyproject():
+    tox = _tox()
+    assert tox["testenv"]["extras"].strip() == "test"
+    with open(PYPROJECT) as f:
+        pyproject = f.read()
+    assert re.search(r'^addopts = ".*-rfEs', pyproject, re.M)
+    for name in tox.sections():
+        commands = tox[name].get("commands", "")
+        assert "-rfEs" not in commands and "cacheprovider" not in commands, name
 
 
 @needs_checkout
@@ -124,8 +184,7 @@ def test_every_combination_is_a_tox_env_and_every_tox_env_a_combination():
 def test_tox_installs_each_combination_as_the_table_says(env):
     tox = _tox()["testenv"]
     combination, variant = _combination_of(env)
-    (python,) = _factor_lines(tox["base_python"], env)
-    assert python == "python" + combination.python
+    assert _base_python(env) == "python" + combination.python
     deps = set(_factor_lines(tox["deps"], env)) - TEST_ONLY
     pre = _factor_lines(tox.get("commands_pre", ""), env)
     installed = set(deps - variant)
@@ -148,12 +207,14 @@ def test_tox_installs_each_combination_as_the_table_says(env):
     else [],
 )
 def test_an_env_on_a_combination_installs_it_as_the_table_says(env):
-    section = _tox()["testenv:" + env]
+    tox = _tox()
+    section = tox["testenv:" + env]
     combination, variant = _combination_of(env[len(ON_A_COMBINATION) :])
     assert variant == set()
-    assert section["base_python"].strip() == "python" + combination.python
+    assert "base_python" not in section  # [testenv]'s, by the combination's factors
+    assert _base_python(env) == "python" + combination.python
     deps = set(_factor_lines(section["deps"], env))
-    pre = _factor_lines(section.get("commands_pre", ""), env)
+    pre = _factor_lines(tox["testenv"].get("commands_pre", ""), env)
     steps = combination.install_steps()
     if combination.no_deps:
         assert pre[0] == _no_deps_line(steps)

@@ -1,7 +1,9 @@
-"""int_division on real MXNet, each case in a fresh interpreter (a SIGFPE kills it).
+"""int_division on real MXNet, each trapping case in a process of its own (a SIGFPE kills it).
 
 Unpatched (``MXCOMPAT_DISABLE_PATCHES=int_division``), MXNet dies with SIGFPE exactly where
-``facts.INT_DIVISION_SIGFPE`` says, on every release; patched, the same code raises
+``facts.INT_DIVISION_SIGFPE`` says, on every release: each case in a child forked from one
+interpreter that imported mxcompat and MXNet and computed nothing (an import per case cost about
+two seconds, times some 70 cases, times every env); patched, the same code raises
 ``ZeroDivisionError`` with mxcompat's message and the process exits 0.  Every other case gives
 what MXNet gives unpatched, compared value for value (and pinned where it is meaningful).
 """
@@ -11,6 +13,7 @@ import math
 import signal
 import subprocess
 import sys
+import tempfile
 
 import pytest
 from conftest import MX_VERSION, subprocess_env
@@ -41,22 +44,55 @@ def describe(value):
         return [str(a.dtype), repr(a.tolist())]
     return [type(value).__name__, repr(value)]
 
-cases = json.loads(sys.argv[1])
-if cases and cases[0]["front"] == "np":
-    mx.npx.set_np()
-for index, case in enumerate(cases):
-    print(json.dumps({"start": index}), flush=True)
-    ns = {"mx": mx}
-    exec(case["setup"], ns)
-    try:
-        exec(case["code"], ns)
-        out = ["ok"] + describe(ns["r"])
-    except Exception as err:  # noqa
-        out = ["raise", type(err).__name__, message(err)]
-    if "x" in ns:
-        out.append(describe(ns["x"]))   # what an in-place form left in x
-    print(json.dumps({"case": index, "out": out}), flush=True)
+def run(cases):
+    if cases and cases[0]["front"] == "np":
+        mx.npx.set_np()
+    for index, case in enumerate(cases):
+        print(json.dumps({"start": index}), flush=True)
+        ns = {"mx": mx}
+        exec(case["setup"], ns)
+        try:
+            exec(case["code"], ns)
+            out = ["ok"] + describe(ns["r"])
+        except Exception as err:  # noqa
+            out = ["raise", type(err).__name__, message(err)]
+        if "x" in ns:
+            out.append(describe(ns["x"]))   # what an in-place form left in x
+        print(json.dumps({"case": index, "out": out}), flush=True)
 """
+
+# The cases of argv[1], in this process.
+ONE_PROCESS = RUNNER + "run(json.loads(sys.argv[1]))\n"
+
+# One line of stdin per run: its cases in a child forked from this process, whose stdout and
+# stderr go to files; one line back with how the child ended and what it wrote.  The parent
+# never computes, so every child starts from MXNet as it is right after its import.
+FORKING = (
+    RUNNER
+    + r"""
+import os, tempfile
+for line in sys.stdin:
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        pid = os.fork()
+        if pid == 0:
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            try:
+                run(json.loads(line))
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        err.seek(0)
+        if os.WIFSIGNALED(status):
+            code = -os.WTERMSIG(status)
+        else:
+            code = os.WEXITSTATUS(status)
+        print(json.dumps([code, out.read(), err.read()]), flush=True)
+"""
+)
 
 
 def setup_code(front, dtype, divisor_dtype=None):
@@ -260,7 +296,7 @@ def surviving_cases(front):
 def _run(cases, env):
     # Not conftest.run_python: the cases go in as an argument.
     return subprocess.run(
-        [sys.executable, "-c", RUNNER, json.dumps(cases)],
+        [sys.executable, "-c", ONE_PROCESS, json.dumps(cases)],
         capture_output=True,
         text=True,
         env=subprocess_env(env),
@@ -277,6 +313,36 @@ def outcomes(proc):
 TRAPPING = trapping_cases()
 
 
+@pytest.fixture(scope="module")
+def plain_forks():
+    """Runs one case in a child of an unpatched interpreter (CompletedProcess-like)."""
+    with tempfile.TemporaryFile("w+") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-c", FORKING],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env=subprocess_env({"MXCOMPAT_DISABLE_PATCHES": "int_division"}),
+        )
+
+        def run(case):
+            server.stdin.write(json.dumps([case]) + "\n")
+            server.stdin.flush()
+            line = server.stdout.readline()
+            if not line:
+                log.seek(0)
+                raise AssertionError("the forking interpreter ended: %s" % log.read()[-3000:])
+            code, out, err = json.loads(line)
+            return subprocess.CompletedProcess(server.args, code, out, err)
+
+        try:
+            yield run
+        finally:
+            server.stdin.close()
+            server.wait(timeout=60)
+
+
 @pytest.mark.parametrize(
     "trap, signum",
     [(c, n) for c, _, n in TRAPPING],
@@ -285,8 +351,8 @@ TRAPPING = trapping_cases()
         for c, _, _ in TRAPPING
     ],
 )
-def test_plain_mxnet_dies_with_sigfpe(trap, signum):
-    proc = _run([trap], {"MXCOMPAT_DISABLE_PATCHES": "int_division"})
+def test_plain_mxnet_dies_with_sigfpe(plain_forks, trap, signum):
+    proc = plain_forks(trap)
     # It died inside the case (the marker is out), from the signal, with nothing printed after.
     # 1.4's fatal-signal handler (SIGABRT case) ends the process with exit status 255 instead
     # in about 1 run of 4 (measured): a death all the same.
