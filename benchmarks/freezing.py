@@ -13,7 +13,7 @@ import mxnet as mx
 import numpy as np
 
 import mxcompat
-from mxcompat.freeze import module as freeze_module
+from mxcompat.freeze import binding
 
 from ._harness import interleave
 from .models import (
@@ -57,11 +57,11 @@ def _rebind_ms(mod, data, backbone, reps):
             mxcompat.unfreeze()
         mx.nd.waitall()
         start = time.perf_counter()
-        freeze_module.settle(mod)
+        binding.settle(mod)
         times.append(time.perf_counter() - start)
         module_step(mod, data)()
     mxcompat.unfreeze()
-    freeze_module.settle(mod)
+    binding.settle(mod)
     return times
 
 
@@ -103,7 +103,7 @@ def run(table, configs, reps):
             # Every module's first forward after a registry change compares it with its
             # binding: done here for the other sides too, untimed (a training loop changes
             # the registry once).
-            freeze_module.look()
+            binding.look()
             warm_registry(
                 params, {"registry, before bind": registry, "registry, after bind": after}.get(side)
             )

@@ -16,7 +16,7 @@ How each path is held, and why there:
   call, no kvstore push or pull.  The lists keep their length, so the optimizer-state index
   MXNet derives from a position (``index * num_device + device``) stays every other one's.
 - Frozen or unfrozen after a training bind: at its next ``forward`` the Module is bound
-  again (``module.settle``) with the registry's fixed names of now, so it gets the cost of
+  again (``binding.settle``) with the registry's fixed names of now, so it gets the cost of
   the native way; modules sharing arrays are bound again together, every value is copied
   per device.  Until then (a change between backward and update) the update skip holds.
   Not an ``SVRGModule``, which reads every gradient (``facts.SVRG_READS_EVERY_GRADIENT``).
@@ -34,14 +34,8 @@ and the patch.  BatchNorm statistics are held by the patch ``frozen_statistics``
 from .._core import settings
 from .._core.log import warn
 from .._core.registry import Patch, Target, register
-from .module import (
-    wrap_container_update,
-    wrap_install_monitor,
-    wrap_module_bind,
-    wrap_module_forward,
-    wrap_module_update,
-    wrap_update_fn,
-)
+from .binding import wrap_install_monitor, wrap_module_bind, wrap_module_forward
+from .module import wrap_container_update, wrap_module_update, wrap_update_fn
 from .registry import freeze, frozen, frozen_patterns, is_frozen, unfreeze
 from .report import FrozenReport, frozen_report
 from .trainer import wrap_trainer
@@ -99,7 +93,7 @@ register(
             Target("mxnet.module.module", "_update_params_on_kvstore", wrap_update_fn),
             Target("mxnet.module.module", "Module.bind", wrap_module_bind),
             Target("mxnet.module.module", "Module.update", wrap_module_update),
-            # Frozen or unfrozen after bind: the next forward rebinds (module.settle).
+            # Frozen or unfrozen after bind: the next forward rebinds (binding.settle).
             Target("mxnet.module.module", "Module.forward", wrap_module_forward),
             Target("mxnet.module.module", "Module.install_monitor", wrap_install_monitor),
             Target(

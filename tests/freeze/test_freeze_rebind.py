@@ -2,7 +2,7 @@
 is frozen has no gradient buffer and no backward, as with ``fixed_param_names``.
 
 Each case trains the same module from the same parameters and batches twice in one process:
-with the rebind, and with it turned off (``module.REBIND = False``: the update skip alone, the
+with the rebind, and with it turned off (``binding.REBIND = False``: the update skip alone, the
 behaviour before the rebind existed).  Frozen gradients are never used, so every trained
 parameter and every optimizer state must be equal bit for bit (``np.array_equal``, each
 device's own array); and after the rebind the frozen parameters have no gradient array.
@@ -19,7 +19,7 @@ from support.ps_cluster import run_cluster
 
 import mxcompat
 
-freeze_module = importlib.import_module("mxcompat.freeze.module")
+freeze_binding = importlib.import_module("mxcompat.freeze.binding")
 
 BATCH = 4
 # fc1's weight and bias together (a 'null' weight stops nothing that trains, on oneDNN too)
@@ -123,7 +123,7 @@ def _both(run, monkeypatch):
     """``run()`` with the rebind, then with it off, from a clean registry each time."""
     results = []
     for rebind in (True, False):
-        monkeypatch.setattr(freeze_module, "REBIND", rebind)
+        monkeypatch.setattr(freeze_binding, "REBIND", rebind)
         mxcompat.unfreeze()
         results.append(run(rebind))
     mxcompat.unfreeze()
@@ -603,7 +603,7 @@ import mxcompat
 import mxnet as mx      # a scheduler or server serves inside this import, then exits
 
 rebind, outdir = sys.argv[1] == "on", sys.argv[2]
-importlib.import_module("mxcompat.freeze.module").REBIND = rebind
+importlib.import_module("mxcompat.freeze.binding").REBIND = rebind
 kv = mx.kv.create("dist_sync")
 rng = np.random.RandomState(10 + kv.rank)
 data = mx.sym.Variable("data")
