@@ -7,14 +7,6 @@ torch, what the generated code calls), ``convert`` (``to_torch``), ``verify`` (n
 against MXNet), ``optim`` (``to_torch_optimizer``)."""
 
 from .convert import to_torch
-
-
-def to_torch_optimizer(mx_optimizer, torch_module):
-    """MXNet's optimizer as a ``torch.optim.Optimizer`` over ``torch_module``'s parameters
-    (see ``mxcompat.torch.optim``)."""
-    from .optim import to_torch_optimizer as convert
-
-    return convert(mx_optimizer, torch_module)
-
+from .optim import to_torch_optimizer
 
 __all__ = ["to_torch", "to_torch_optimizer"]
