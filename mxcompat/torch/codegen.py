@@ -33,7 +33,7 @@ def mxnet_name(name):
     return name.replace("%2E", ".").replace("%25", "%")
 
 
-# --- attributes (MXNet's JSON holds every value as a string) -----------------------------------
+# --- attributes (MXNet's JSON holds every value as a string) --------------------------------------
 
 
 def _tuple(text, default=()):
@@ -93,7 +93,7 @@ class Node:
         return self.args[i] if i < len(self.args) else "None"
 
 
-# --- the emitters: node -> (expression, number of outputs) --------------------------------------
+# --- the emitters: node -> (expression, number of outputs) ----------------------------------------
 
 EMITTERS = {}
 ALIASES = {}

@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-# --- layers ---------------------------------------------------------------------------------
+# --- layers ---------------------------------------------------------------------------------------
 
 
 def fully_connected(x, weight, bias, flatten):
@@ -200,7 +200,7 @@ def pooling(x, kernel, pool_type, stride, pad, convention, global_pool, count_in
     return total / _pool_sum(mask, kernel, stride)
 
 
-# --- shapes ---------------------------------------------------------------------------------
+# --- shapes ---------------------------------------------------------------------------------------
 
 
 def reshape(x, shape, reverse=False):
@@ -274,7 +274,7 @@ def unknown_zeros(shape):
     return _UnknownZeros(shape)
 
 
-# --- loss heads -----------------------------------------------------------------------------
+# --- loss heads -----------------------------------------------------------------------------------
 
 
 class _SoftmaxOutput(torch.autograd.Function):
@@ -388,7 +388,7 @@ def regression_output(x, label, kind, grad_scale=1.0):
     return _RegressionOutput.apply(x, label.to(x.dtype), kind, grad_scale)
 
 
-# --- the fused RNN operator -------------------------------------------------------------------
+# --- the fused RNN operator -----------------------------------------------------------------------
 
 _GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 
@@ -489,7 +489,7 @@ def rnn(
     return [x, torch.stack(last_h)]
 
 
-# --- small ones ---------------------------------------------------------------------------------
+# --- small ones -----------------------------------------------------------------------------------
 
 
 def where(condition, x, y):

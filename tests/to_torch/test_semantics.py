@@ -70,7 +70,7 @@ def _data(*shape, seed=3):
     return np.random.RandomState(seed).uniform(-1, 1, shape).astype(np.float32)
 
 
-# --- BatchNorm ----------------------------------------------------------------------------------
+# --- BatchNorm ------------------------------------------------------------------------------------
 
 
 def test_batchnorm_fix_gamma_ignores_the_stored_gamma():
@@ -148,7 +148,7 @@ def test_batchnorm_training_momentum_and_biased_variance():
     assert not _close(var.numpy(), stats["bn_moving_var"])
 
 
-# --- Pooling ------------------------------------------------------------------------------------
+# --- Pooling --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -271,7 +271,7 @@ def test_reshape_special_codes(shape, codes, reverse):
     assert naive != want.shape or codes in ((6, 1, -1), (-3, 4))
 
 
-# --- the small ones ---------------------------------------------------------------------------------
+# --- the small ones -------------------------------------------------------------------------------
 
 
 def test_reducing_every_axis_gives_shape_1_not_a_scalar():
