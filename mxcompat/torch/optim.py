@@ -10,7 +10,8 @@ What MXNet does that PyTorch's optimizers do not, each kept here:
 - per-parameter ``lr_mult``/``wd_mult`` are MXNet's own: read through the optimizer's
   ``_get_lr``/``_get_wd`` (so a Module's default of no weight decay on biases and betas, a
   symbol's ``__lr_mult__``, a Gluon Parameter's ``lr_mult`` all hold);
-- NAG's step is ``w -= lr * (g + momentum * mom)`` after ``mom = momentum * mom + g``;
+- NAG's rule is the one this MXNet's kernel makes (it changed between 1.5 and 1.9:
+  ``_nag_rule``);
 - Adam's bias correction is folded into the learning rate (``lr * sqrt(1 - b2**t) / (1 -
   b1**t)``) and epsilon is added to ``sqrt(v)``; RMSProp's epsilon is inside the root;
 - the learning-rate scheduler is MXNet's own (a copy: the original keeps its state), called
@@ -77,6 +78,41 @@ def _multipliers(opt, names):
         opt.lr, opt.wd, opt.lr_scheduler = saved
 
 
+def _f32(a, b):
+    """a - b as MXNet's kernels compute it, in float32 (their parameters are floats)."""
+    import numpy as np
+
+    return float(np.float32(a) - np.float32(b))
+
+
+_NAG_RULE = []
+
+
+def _nag_rule():
+    """Which NAG update this MXNet's ``nag_mom_update`` makes, asked of it on one number (its
+    kernel changed between releases; both are MXNet's, neither is PyTorch's):
+
+    - ``accumulate`` (1.5): ``mom = m*mom + g + wd*w; w -= lr * (g + m*mom)``;
+    - ``lookahead`` (1.9): ``s = lr*(g + wd*w); w += m*(m*mom - s) - s``, then
+      ``mom = m*mom - lr*(g + wd*w)`` with the *new* w (its output is the weight)."""
+    if _NAG_RULE:
+        return _NAG_RULE[0]
+    mx = _mx()
+    w, mom = mx.nd.array([1.0]), mx.nd.array([0.5])
+    mx.nd.nag_mom_update(w, mx.nd.array([1.0]), mom, out=w, lr=0.1, momentum=0.9, wd=0.2)
+    got = (float(w.asnumpy()[0]), float(mom.asnumpy()[0]))
+    rules = {"accumulate": (0.7515, 1.65), "lookahead": (1.177, 0.32646)}
+    for rule, want in rules.items():
+        if all(abs(a - b) < 1e-4 for a, b in zip(got, want)):
+            _NAG_RULE.append(rule)
+            return rule
+    raise _fail(
+        WHERE,
+        "MXNet %s's NAG update is neither rule known (w, mom = %r)" % (mx.__version__, got),
+        NotImplementedError,
+    )
+
+
 def _optimizer_class(torch):
     class MXNetOptimizer(torch.optim.Optimizer):
         """MXNet's update rule (``kind``) over a converted module's parameters; each
@@ -87,6 +123,7 @@ def _optimizer_class(torch):
             super().__init__(groups, dict(settings))
             self.kind, self.scheduler, self.num_update = kind, scheduler, begin
             self.begin = begin
+            self.nag_rule = _nag_rule() if kind == "nag" else None
 
         def current_lr(self, group):
             base = self.scheduler(self.num_update) if self.scheduler is not None else group["lr"]
@@ -125,13 +162,19 @@ def _optimizer_class(torch):
             if kind == "nag":
                 if clip:
                     g = g.clamp(-clip, clip)
-                g = g + wd * w
-                if group["momentum"] > 0:
-                    mom = state.setdefault("mom", torch.zeros_like(w))
-                    mom.mul_(group["momentum"]).add_(g)
-                    w.sub_(lr * (g + group["momentum"] * mom))
+                m = group["momentum"]
+                if m <= 0:
+                    w.mul_(1.0 - lr * wd).sub_(lr * g)  # MXNet's sgd_update then
+                    return
+                mom = state.setdefault("mom", torch.zeros_like(w))
+                if self.nag_rule == "accumulate":
+                    mom.mul_(m).add_(g + wd * w)
+                    w.sub_(lr * (g + m * mom))
                 else:
-                    w.sub_(lr * g)
+                    step = lr * (g + wd * w)
+                    w.add_(m * (m * mom - step) - step)
+                    # The kernel writes the weight first, then reads it for the momentum.
+                    mom.mul_(m).sub_(lr * (g + wd * w))
                 return
             g = g + wd * w
             if clip:
@@ -139,20 +182,22 @@ def _optimizer_class(torch):
             if kind == "adam":
                 t = state["step"] = state.get("step", self.begin) + 1
                 b1, b2 = group["beta1"], group["beta2"]
+                # The correction in double, as MXNet's Python computes it; the kernel's
+                # 1 - beta in float32.
                 lr = lr * math.sqrt(1.0 - b2**t) / (1.0 - b1**t)
                 mean = state.setdefault("mean", torch.zeros_like(w))
                 var = state.setdefault("var", torch.zeros_like(w))
-                mean.mul_(b1).add_((1.0 - b1) * g)
-                var.mul_(b2).add_((1.0 - b2) * g.square())
+                mean.mul_(b1).add_(_f32(1.0, b1) * g)
+                var.mul_(b2).add_(_f32(1.0, b2) * g.square())
                 w.sub_(lr * mean / (var.sqrt() + group["epsilon"]))
                 return
             g1, eps = group["gamma1"], group["epsilon"]
             n = state.setdefault("n", torch.zeros_like(w))
-            n.mul_(g1).add_((1.0 - g1) * g.square())
+            n.mul_(g1).add_(_f32(1.0, g1) * g.square())
             if group["centered"]:
                 mg = state.setdefault("g", torch.zeros_like(w))
                 delta = state.setdefault("delta", torch.zeros_like(w))
-                mg.mul_(g1).add_((1.0 - g1) * g)
+                mg.mul_(g1).add_(_f32(1.0, g1) * g)
                 delta.mul_(group["gamma2"]).sub_(lr * g / (n - mg.square() + eps).sqrt())
                 w.add_(delta)
             else:

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from .._core import facts
 from ..convert._common import _fail, _mx
 from . import codegen
 from .convert import WHERE, record
@@ -72,7 +73,11 @@ def _unfused():
     1.6): the fused node's inner outputs are then not the operators' own.  The variable is read
     at each bind."""
     old = os.environ.get("MXNET_SUBGRAPH_BACKEND")
-    os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
+    # Before 1.6 nothing is fused unless the variable asks, and "NONE" is no backend there.
+    if facts.parse_version(_mx().__version__) >= (1, 6):
+        os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
+    else:
+        os.environ.pop("MXNET_SUBGRAPH_BACKEND", None)
     try:
         yield
     finally:
