@@ -20,6 +20,7 @@ from .. import __version__
 from .. import onnx as onnx_export
 from .._core import facts, registry, settings, traps
 from . import onnx as _onnx_command
+from . import torch as _torch_command
 
 # mxcompat/_bootstrap: its sitecustomize.py starts every Python that `mxcompat run` starts.
 BOOTSTRAP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_bootstrap")
@@ -62,7 +63,7 @@ def _parser():
     )
     parser.add_argument("--version", action="version", version="mxcompat " + __version__)
     sub = parser.add_subparsers(
-        dest="command", metavar="{run,check,patches,matrix,onnx,scan,install}"
+        dest="command", metavar="{run,check,patches,matrix,onnx,torch,scan,install}"
     )
     sub.required = True
 
@@ -160,6 +161,7 @@ def _parser():
     to_onnx.add_argument(
         "--no-verify", action="store_true", help="do not run the model in onnxruntime against MXNet"
     )
+    _torch_command.add_parser(sub)
     return parser, run
 
 
@@ -401,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
         return _patches(as_json=args.json)
     if args.command == "onnx":
         return _onnx_command.main(args)
+    if args.command == "torch":
+        return _torch_command.main(args)
     from . import check
 
     return check.main(as_json=args.json)

@@ -39,7 +39,8 @@ TEST_ONLY = {
 VARIANT_FACTORS = {"wrapt114": {"wrapt==1.14.1"}}
 NOT_COMBINATIONS = {"bench", "packaging", "typing"}
 # Envs that run one file on a combination, in a section of their own (Horovod): hvd-<combination>.
-ON_A_COMBINATION = "hvd-"
+# (Horovod, hvd-; the torch extra, torch-<mxNN> on the mxNN combination.)
+ON_A_COMBINATION = ("hvd-", "torch-")
 # No host interpreter for these: their combinations run in the Debian unstable root of
 # .ci/newroot (tests/packaging/test_install.py there), and need no tox env; one tox.ini has is
 # checked like any other.
@@ -105,7 +106,7 @@ def test_every_combination_is_a_tox_env_and_every_tox_env_a_combination():
     assert missing == []
     for env in envs:
         if env.startswith(ON_A_COMBINATION):
-            _combination_of(env[len(ON_A_COMBINATION) :])
+            _combination_of(env.split("-", 1)[1])
         elif env not in NOT_COMBINATIONS:
             _combination_of(env)  # KeyError: a tox env the table lacks
 
@@ -149,7 +150,7 @@ def test_tox_installs_each_combination_as_the_table_says(env):
 )
 def test_an_env_on_a_combination_installs_it_as_the_table_says(env):
     section = _tox()["testenv:" + env]
-    combination, variant = _combination_of(env[len(ON_A_COMBINATION) :])
+    combination, variant = _combination_of(env.split("-", 1)[1])
     assert variant == set()
     assert section["base_python"].strip() == "python" + combination.python
     deps = set(_factor_lines(section["deps"], env))

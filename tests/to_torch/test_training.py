@@ -90,8 +90,8 @@ MODELS = {"resnet18": resnet, "lstm": lstm}
 # Not reached yet: on the ResNet-18 (BatchNorm in training, batch statistics) these runs part
 # from MXNet beyond 1e-5 from the second step (a few % on the first trained convolution),
 # though each step's gradients agree within 4e-6 given the same weights and each update rule
-# agrees with MXNet's updater within 2e-7 on one array (test_one_array_...).  Strict: one
-# that starts to pass is reported.
+# agrees with MXNet's updater within 2e-7 on one array (test_one_array_...).  They run up to
+# the xfail, which says so in every report.
 _OPEN = {("module", "resnet18", k) for k in ("nag", "adam", "rmsprop", "rmsprop_centered")} | {
     ("trainer", "resnet18", k) for k in OPTIMIZERS
 }
