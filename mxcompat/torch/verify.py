@@ -82,7 +82,7 @@ def _unfused():
         yield
     finally:
         if old is None:
-            del os.environ["MXNET_SUBGRAPH_BACKEND"]
+            os.environ.pop("MXNET_SUBGRAPH_BACKEND", None)
         else:
             os.environ["MXNET_SUBGRAPH_BACKEND"] = old
 
