@@ -95,8 +95,7 @@ class Node:
 
 # --- the emitters: node -> (expression, number of outputs) ----------------------------------------
 
-EMITTERS = {}
-ALIASES = {}
+EMITTERS: dict = {}  # op name -> emitter
 
 
 def _emits(*ops):

@@ -85,7 +85,7 @@ def _f32(a, b):
     return float(np.float32(a) - np.float32(b))
 
 
-_NAG_RULE = []
+_NAG_RULE: list = []  # the rule found, once asked
 
 
 def _nag_rule():
