@@ -18,6 +18,7 @@ convert   conversion.py         ``to_gluon``/``to_module`` vs copies and file ro
 memory    conversion_memory.py  each conversion's peak RSS growth (probes/conversion_peak_rss.py)
 import    import_time.py        ``import mxcompat`` before/after mxnet (probes/import_order.py)
 onnx      onnx_inference.py     ``to_onnx`` in onnxruntime vs MXNet, and the export itself
+torch     torch_inference.py    ``to_torch``'s module vs MXNet, and the conversion itself
 horovod   horovod_step.py       a Horovod step on 2 workers, patched vs not, backbone frozen vs
                                 ``fixed_param_names`` (probes/horovod_step_worker.py; needs Horovod)
 suite     mxnet_suite.py        MXNet's own Module/Gluon/Trainer tests without vs with mxcompat
@@ -61,6 +62,7 @@ from . import (  # noqa: E402
     mxnet_suite,
     onnx_inference,
     operator_calls,
+    torch_inference,
     trainer_step,
 )
 from ._harness import Table  # noqa: E402
@@ -86,6 +88,7 @@ SECTIONS = [
     ("memory", conversion_memory),
     ("import", import_time),
     ("onnx", onnx_inference),
+    ("torch", torch_inference),
     ("horovod", horovod_step),
     ("suite", mxnet_suite),
     ("longrun", long_run),

@@ -42,6 +42,8 @@ __all__ = [
     "to_gluon",
     "to_module",
     "to_onnx",
+    "to_torch",
+    "to_torch_optimizer",
     "unfreeze",
     "unpatch",
     "__version__",
@@ -68,6 +70,8 @@ if TYPE_CHECKING:
     from .freeze import unfreeze as unfreeze
     from .numpy_legacy import numpy_legacy as numpy_legacy
     from .onnx.export import to_onnx as to_onnx
+    from .torch.convert import to_torch as to_torch
+    from .torch.optim import to_torch_optimizer as to_torch_optimizer
 
 # Public name -> (module, attribute).
 _PUBLIC = {
@@ -86,6 +90,9 @@ _PUBLIC = {
     "to_gluon": ("convert", "to_gluon"),
     "to_module": ("convert", "to_module"),
     "to_onnx": ("onnx.export", "to_onnx"),
+    # torch itself is imported at the first call.
+    "to_torch": ("torch.convert", "to_torch"),
+    "to_torch_optimizer": ("torch.optim", "to_torch_optimizer"),
     "unfreeze": ("freeze", "unfreeze"),
     "unpatch": ("_core.registry", "unpatch"),
 }

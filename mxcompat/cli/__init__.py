@@ -15,7 +15,7 @@ import sys
 
 from .. import __version__
 from .._core import settings
-from . import check, install, matrix, onnx, patches, run, scan
+from . import check, install, matrix, onnx, patches, run, scan, torch
 from ._usage import UsageError
 
 # In the order `mxcompat --help` lists them.
@@ -27,6 +27,7 @@ COMMANDS = {
     "onnx": onnx,
     "scan": scan,
     "install": install,
+    "torch": torch,
 }
 
 

@@ -42,13 +42,14 @@ if TYPE_CHECKING:
     Shapes = Sequence[Shape]
 
 
-def _shape_list(input_shapes, inputs, known):
-    """One shape per name of ``inputs``, from a dict, a list (in order) or one tuple."""
+def _shape_list(input_shapes, inputs, known, where="to_onnx"):
+    """One shape per name of ``inputs``, from a dict, a list (in order) or one tuple
+    (``where``: the public function whose error it is; to_torch shares it)."""
     if input_shapes is None:
         if all(n in known for n in inputs):
             return [tuple(known[n]) for n in inputs]
         raise _fail(
-            "to_onnx",
+            where,
             "input_shapes is needed for %s (e.g. input_shapes=[(1, 3, 224, "
             "224)] or {'data': (1, 3, 224, 224)}); only a bound Module knows its own"
             % _names(inputs),
@@ -58,14 +59,14 @@ def _shape_list(input_shapes, inputs, known):
         extra = [n for n in input_shapes if n not in inputs]
         if missing or extra:
             raise _fail(
-                "to_onnx",
+                where,
                 "input_shapes names %s, the model's inputs are %s"
                 % (_names(input_shapes), _names(inputs)),
             )
-        return [_check_shape(input_shapes[n], "input_shapes[%r]" % n, "to_onnx") for n in inputs]
+        return [_check_shape(input_shapes[n], "input_shapes[%r]" % n, where) for n in inputs]
     if isinstance(input_shapes, (str, bytes)) or not isinstance(input_shapes, (list, tuple)):
         raise _fail(
-            "to_onnx",
+            where,
             "input_shapes is a list of shapes, a dict of them by input name "
             "or one shape, e.g. [(1, 3, 224, 224)], not %r" % (input_shapes,),
             TypeError,
@@ -82,21 +83,21 @@ def _shape_list(input_shapes, inputs, known):
         return s
 
     shapes = [
-        _check_shape(shape_of(s), "input_shapes[%d]" % i, "to_onnx") for i, s in enumerate(shapes)
+        _check_shape(shape_of(s), "input_shapes[%d]" % i, where) for i, s in enumerate(shapes)
     ]
     if len(shapes) != len(inputs):
         raise _fail(
-            "to_onnx",
+            where,
             "%d input shape(s) given, the model has %d input(s): %s"
             % (len(shapes), len(inputs), _names(inputs)),
         )
     return shapes
 
 
-def _from_module(module):
-    args, auxs, _ = _module_arrays(module, "to_onnx")
+def _from_module(module, where="to_onnx", inference=True):
+    args, auxs, _ = _module_arrays(module, where)
     inputs = _module_inputs(module)
-    symbol = _module_inference_symbol(module, inputs, args)
+    symbol = _module_inference_symbol(module, inputs, args) if inference else module.symbol
     known = {}
     if module.binded:
         known = {
@@ -107,17 +108,17 @@ def _from_module(module):
     return symbol, params, inputs, known
 
 
-def _from_block(block):
+def _from_block(block, where="to_onnx", inference=True):
     names, out = _block_graph(
-        block, None if getattr(block, "_cached_graph", ()) else ["data"], "to_onnx"
+        block, None if getattr(block, "_cached_graph", ()) else ["data"], where
     )
-    symbol = _inference_symbol(out)
+    symbol = _inference_symbol(out) if inference else out
     params = _block_params(block)
     used = [n for n in symbol.list_arguments() + symbol.list_auxiliary_states() if n not in names]
     unset = [n for n in used if n not in params or params[n]._data is None]
     if unset:
         raise _fail(
-            "to_onnx",
+            where,
             "parameter(s) %s of the block are not initialised; call "
             "initialize() and run one forward pass first" % _names(unset),
         )
@@ -126,7 +127,7 @@ def _from_block(block):
     return symbol, {n: params[n]._data[0] for n in used}, names, {}
 
 
-def _from_triple(triple):
+def _from_triple(triple, where="to_onnx", inference=True):
     mx = _mx()
     if (
         len(triple) != 3
@@ -134,12 +135,12 @@ def _from_triple(triple):
         or not all(p is None or isinstance(p, dict) for p in triple[1:])
     ):
         raise _fail(
-            "to_onnx",
+            where,
             "a (symbol, arg_params, aux_params) triple was expected (a "
             "Symbol and two dicts of NDArrays)",
             TypeError,
         )
-    symbol = _inference_symbol(triple[0])
+    symbol = _inference_symbol(triple[0]) if inference else triple[0]
     params = dict(triple[1] or {})
     params.update(triple[2] or {})
     inputs = [n for n in symbol.list_inputs() if n not in params]
@@ -147,16 +148,18 @@ def _from_triple(triple):
     return symbol, params, inputs, {}
 
 
-def _source(model):
+def _source(model, where="to_onnx", inference=True):
+    """(symbol, {name: array}, input names, known input shapes) of a Module, a HybridBlock or
+    a triple; ``inference=False`` keeps the loss heads (to_torch's training graph)."""
     mx = _mx()
     if isinstance(model, mx.mod.Module):
-        return _from_module(model)
+        return _from_module(model, where, inference)
     if isinstance(model, mx.gluon.HybridBlock):
-        return _from_block(model)
+        return _from_block(model, where, inference)
     if isinstance(model, (tuple, list)):
-        return _from_triple(model)
+        return _from_triple(model, where, inference)
     raise _fail(
-        "to_onnx",
+        where,
         "expected a Module, a HybridBlock or a (symbol, arg_params, aux_params) "
         "triple, got %s" % type(model).__name__,
         TypeError,

@@ -34,7 +34,8 @@ TEST_ONLY = {
 VARIANT_FACTORS = {"wrapt114": {"wrapt==1.14.1"}}
 NOT_COMBINATIONS = {"bench", "packaging", "typing"}
 # Envs that run one file on a combination, in a section of their own (Horovod): hvd-<combination>.
-ON_A_COMBINATION = "hvd-"
+# (Horovod, hvd-; the torch extra, torch-<mxNN> on the mxNN combination.)
+ON_A_COMBINATION = ("hvd-", "torch-")
 # No host interpreter for these: their combinations run in the Debian unstable root of
 # .ci/newroot (tests/packaging/test_install.py there), and need no tox env; those tox.ini has
 # are checked like any other, and are the label `root` that .ci/run runs there.
@@ -119,7 +120,7 @@ def test_every_combination_is_a_tox_env_and_every_tox_env_a_combination():
     tested = set()
     for env in envs:
         if env.startswith(ON_A_COMBINATION):
-            _combination_of(env[len(ON_A_COMBINATION) :])
+            _combination_of(env.split("-", 1)[1])
         elif env not in NOT_COMBINATIONS:
             tested.add(_combination_of(env)[0].name)  # KeyError: a tox env the table lacks
     missing = [
@@ -209,7 +210,7 @@ def test_tox_installs_each_combination_as_the_table_says(env):
 def test_an_env_on_a_combination_installs_it_as_the_table_says(env):
     tox = _tox()
     section = tox["testenv:" + env]
-    combination, variant = _combination_of(env[len(ON_A_COMBINATION) :])
+    combination, variant = _combination_of(env.split("-", 1)[1])
     assert variant == set()
     assert "base_python" not in section  # [testenv]'s, by the combination's factors
     assert _base_python(env) == "python" + combination.python

@@ -1,0 +1,108 @@
+"""``mxcompat torch PREFIX EPOCH -o DIR``: a checkpoint as PyTorch code and weights;
+``--check`` lists the operators the model needs and which are not mapped (no torch needed)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The ``torch`` command's parser."""
+    parser = subparsers.add_parser(
+        "torch",
+        help="convert a checkpoint to PyTorch: model.py (one line per MXNet node) and its "
+        "weights, verified node by node; --check lists what it needs, without torch",
+        description="Convert a checkpoint (PREFIX-symbol.json, PREFIX-EPOCH.params) to a "
+        "PyTorch module: DIR/model.py (the class MXNetModel, one line per MXNet node), "
+        "DIR/mxnet_ops.py (MXNet's operators in torch, which model.py imports) and the "
+        "weights under their MXNet names (DIR/weights.safetensors).  Needs torch and "
+        "safetensors: pip install 'mxcompat[torch]'.",
+    )
+    parser.add_argument("prefix", metavar="PREFIX")
+    parser.add_argument("epoch", metavar="EPOCH", type=int)
+    parser.add_argument(
+        "-o", "--output", metavar="DIR", help="where to write (default: PREFIX-torch)"
+    )
+    parser.add_argument(
+        "--input-shape",
+        action="append",
+        metavar="N,C,H,W",
+        type=_shape,
+        help="an input's shape, to verify the module node by node (once per input, in order)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only list the operators the model uses and which the converter does not map",
+    )
+    return parser
+
+
+def _shape(text):
+    try:
+        shape = tuple(int(d) for d in text.split(","))
+    except ValueError:
+        shape = ()
+    if not shape or any(d <= 0 for d in shape):
+        raise argparse.ArgumentTypeError("%r is not a shape like 1,3,224,224" % text)
+    return shape
+
+
+def _check(symbol_file):
+    from ..torch import codegen
+
+    with open(symbol_file) as f:
+        nodes, _ = codegen.load(f.read())
+    ops, missing = codegen.needed(nodes)
+    for op in sorted(ops):
+        sys.stdout.write(
+            "%-28s %4d node(s)  %s\n" % (op, len(ops[op]), "NOT MAPPED" if op in missing else "ok")
+        )
+    if missing:
+        sys.stdout.write(
+            "%d operator(s) not mapped: %s\n" % (len(missing), ", ".join(sorted(missing)))
+        )
+        return 1
+    sys.stdout.write("every operator is mapped (attributes are checked when converting)\n")
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``mxcompat torch`` with its parsed ``args``; the exit status."""
+    import warnings
+
+    files = ["%s-symbol.json" % args.prefix, "%s-%04d.params" % (args.prefix, args.epoch)]
+    missing = [f for f in (files[:1] if args.check else files) if not os.path.isfile(f)]
+    if missing:
+        sys.stderr.write(
+            "mxcompat torch: no checkpoint %s, epoch %d: %s not found\n"
+            % (args.prefix, args.epoch, " and ".join(missing))
+        )
+        return 1
+    if args.check:
+        return _check(files[0])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import mxnet as mx  # noqa: F401 (loaded with the patches)
+        from ..torch.export import write_model
+
+        out = args.output or args.prefix + "-torch"
+        written, weights_note = write_model((args.prefix, args.epoch), out, args.input_shape)
+    except (
+        OSError,
+        ImportError,
+        NotImplementedError,
+        ValueError,
+        TypeError,
+        AssertionError,
+    ) as exc:
+        sys.stderr.write("mxcompat torch: %s\n" % exc)
+        return 1
+    except Exception as exc:  # pylint: disable=broad-except
+        sys.stderr.write("mxcompat torch: %s: %s\n" % (type(exc).__name__, exc))
+        return 1
+    sys.stdout.write("wrote %s%s\n" % (", ".join(written), weights_note))
+    return 0

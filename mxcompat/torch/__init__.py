@@ -1,0 +1,12 @@
+"""Leaving MXNet for PyTorch: ``to_torch`` (a model as a ``torch.nn.Module`` whose code has one
+line per MXNet node, with MXNet's semantics) and ``to_torch_optimizer`` (MXNet's update rules
+as a ``torch.optim.Optimizer``).  torch is imported at the first call only.
+
+Layout: ``codegen`` (the symbol graph as source; no torch), ``runtime`` (MXNet's operators in
+torch, what the generated code calls), ``convert`` (``to_torch``), ``verify`` (node by node
+against MXNet), ``optim`` (``to_torch_optimizer``)."""
+
+from .convert import to_torch
+from .optim import to_torch_optimizer
+
+__all__ = ["to_torch", "to_torch_optimizer"]

@@ -1,0 +1,237 @@
+"""``mxcompat.to_torch``: a Module, HybridBlock, symbol triple or checkpoint to a
+``torch.nn.Module`` whose code has one line per MXNet node (codegen.py), MXNet's operator
+semantics where PyTorch's differ (runtime.py), the parameters copied bit for bit under their
+MXNet names, and every node checked against MXNet's (verify.py)."""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import numbers
+import sys
+
+from ..convert._common import _check_flag, _fail, _mx, _names
+from ..onnx.export import _shape_list, _source
+from . import codegen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import List, Sequence, Tuple, Union
+
+    import torch
+    from mxnet.gluon import HybridBlock
+    from mxnet.module import Module
+    from mxnet.ndarray import NDArray
+    from mxnet.symbol import Symbol
+
+    Shape = Union[List[int], Tuple[int, ...]]
+    Shapes = Sequence[Shape]
+
+WHERE = "to_torch"
+INSTALL_HINT = "pip install 'mxcompat[torch]' (the CPU build: see the PyTorch install page)"
+_counter = itertools.count()
+
+
+def import_torch(where="mxcompat.to_torch"):
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("%s needs torch: %s" % (where, INSTALL_HINT)) from None
+    return torch
+
+
+def _checkpoint(model):
+    """A (prefix, epoch) pair as the triple MXNet's load_checkpoint reads."""
+    import os
+
+    prefix, epoch = model
+    files = ["%s-symbol.json" % prefix, "%s-%04d.params" % (prefix, epoch)]
+    missing = [f for f in files if not os.path.isfile(f)]
+    if missing:
+        raise _fail(
+            WHERE,
+            "no checkpoint %s, epoch %d: %s not found" % (prefix, epoch, " and ".join(missing)),
+            FileNotFoundError,
+        )
+    return _mx().model.load_checkpoint(prefix, epoch)
+
+
+def _is_checkpoint(model):
+    import os
+
+    return (
+        isinstance(model, tuple)
+        and len(model) == 2
+        and isinstance(model[0], (str, os.PathLike))
+        and isinstance(model[1], numbers.Integral)
+        and not isinstance(model[1], bool)
+    )
+
+
+def _frozen_names(model, names):
+    """The parameters MXNet would not train: a Module's fixed_param_names, a Gluon
+    Parameter's grad_req 'null', and mxcompat's freeze registry."""
+    from ..freeze import is_frozen
+
+    mx = _mx()
+    frozen = {n for n in names if is_frozen(n)}
+    if isinstance(model, mx.mod.Module):
+        frozen.update(getattr(model, "_fixed_param_names", None) or ())
+    elif isinstance(model, mx.gluon.HybridBlock):
+        for param in model.collect_params().values():
+            if param.grad_req == "null":
+                frozen.add(param.name)
+    return frozen & set(names)
+
+
+def _analyse(model):
+    """(symbol, {name: NDArray}, data input names, known shapes, frozen names)."""
+    if _is_checkpoint(model):
+        model = _checkpoint(model)
+    symbol, params, inputs, known = _source(model, WHERE, inference=False)
+    return model, symbol, params, inputs, known
+
+
+def _build(symbol, params, frozen, class_name="MXNetModel"):
+    """(the module's class source, Program) for ``symbol`` with ``params`` (name -> array)."""
+    nodes, heads = codegen.load(symbol.tojson())
+    ops, missing = codegen.needed(nodes)
+    if missing:
+        op = sorted(missing)[0]
+        raise _fail(
+            WHERE,
+            codegen.unsupported_message(op, ops[op])
+            + (
+                "; the graph also has the unsupported %s" % _names(sorted(missing - {op}))
+                if len(missing) > 1
+                else ""
+            ),
+            NotImplementedError,
+        )
+    aux = set(symbol.list_auxiliary_states())
+    used = {n["name"] for n in nodes if n["op"] == "null"}
+    arg_params = [
+        n["name"]
+        for n in nodes
+        if n["op"] == "null" and n["name"] in params and n["name"] not in aux
+    ]
+    aux_params = [n["name"] for n in nodes if n["op"] == "null" and n["name"] in aux]
+    missing_aux = [n for n in aux_params if n not in params]
+    if missing_aux:
+        raise _fail(WHERE, "auxiliary state(s) %s have no value" % _names(missing_aux))
+    frozen_stats = set()
+    for node in nodes:
+        if node["op"] == "BatchNorm":
+            stats = [nodes[j]["name"] for j, _ in node["inputs"][3:5]]
+            if any(s in frozen for s in stats):
+                frozen_stats.add(node["name"])
+    try:
+        prog = codegen.program(nodes, heads, arg_params, aux_params, frozen_stats)
+    except codegen.Unsupported as exc:
+        raise _fail(
+            WHERE,
+            codegen.unsupported_message(exc.op, [exc.node], exc.detail),
+            NotImplementedError,
+        ) from None
+    shapes = {n: params[n].shape for n in arg_params + aux_params}
+    doc = "Converted from MXNet by mxcompat.to_torch: one line per MXNet node."
+    source = codegen.class_source(prog, class_name, shapes, frozen & used, doc)
+    return source, prog
+
+
+def _compile(source, filename):
+    from . import runtime
+
+    torch = import_torch()
+    namespace = {"torch": torch, "F": torch.nn.functional, "mxops": runtime, "__name__": filename}
+    # Registered so a traceback through forward() shows the generated line.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 (our own generated code)
+    return namespace
+
+
+def _load_values(module, params, torch):
+    """Every parameter and buffer from MXNet's array, bit for bit (float32 stays float32)."""
+    with torch.no_grad():
+        for name, tensor in itertools.chain(module.named_parameters(), module.named_buffers()):
+            array = params[codegen.mxnet_name(name)].asnumpy()
+            value = torch.from_numpy(array.copy())
+            if tuple(value.shape) != tuple(tensor.shape):
+                raise _fail(WHERE, "%s has shape %s in MXNet" % (name, value.shape))
+            tensor.data = value
+
+
+def to_torch(
+    model: Module
+    | HybridBlock
+    | tuple[Symbol, dict[str, NDArray], dict[str, NDArray]]
+    | tuple[str, int],
+    input_shapes: Shapes | dict[str, Shape] | Shape | None = None,
+    *,
+    verify: bool = True,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+) -> torch.nn.Module:
+    """``model`` as a ``torch.nn.Module`` with MXNet's semantics, its code generated from the
+    symbol graph, one line per MXNet node named after it (``module.code``).
+
+    ``model``: a ``Module``, a ``HybridBlock`` with initialised parameters, a ``(symbol,
+    arg_params, aux_params)`` triple, or a checkpoint as ``(prefix, epoch)``.  Parameters
+    become ``torch.nn.Parameter`` and auxiliary states (BatchNorm statistics) buffers, under
+    their MXNet names (a ``.`` written ``%2E``, a ``%`` ``%25``: ``codegen.mxnet_name`` undoes
+    it), copied bit for bit; those MXNet would not train (``fixed_param_names``, a Gluon
+    ``grad_req='null'``, ``mxcompat.freeze``) have ``requires_grad=False``, and BatchNorm
+    statistics frozen in mxcompat's registry do not move in training.  The forward takes the
+    graph's inputs in order, then the loss heads' labels (default None: inference; given, the
+    heads' backward is MXNet's).
+
+    ``verify``: run MXNet and the module on a seeded random input of ``input_shapes`` (a list
+    in input order, a dict by name or one tuple; a bound Module's own by default) and compare
+    every node's output (``|torch - mxnet| <= atol + rtol * max|mxnet|``): the first node that
+    differs is named in an ``AssertionError``.  An operator (or an attribute of one) that is
+    not mapped raises ``NotImplementedError`` naming it, its node and the supported list.
+    """
+    verify = _check_flag(verify, "verify", WHERE)
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
+            raise _fail(WHERE, "%s is a number >= 0, not %r" % (name, value), TypeError)
+    torch = import_torch()
+    model, symbol, params, inputs, known = _analyse(model)
+    frozen = _frozen_names(model, list(params))
+    source, prog = _build(symbol, params, frozen)
+    filename = "<mxcompat.to_torch %d>" % next(_counter)
+    namespace = _compile(source, filename)
+    module = namespace["MXNetModel"]()
+    _load_values(module, params, torch)
+    module.code = source
+    module.mxnet_inputs = list(prog.inputs)
+    module.mxnet_labels = list(prog.labels)
+    module.mxnet_names = {
+        n: codegen.mxnet_name(n)
+        for n, _ in itertools.chain(module.named_parameters(), module.named_buffers())
+    }
+    module.eval()
+    if verify:
+        shapes = _shape_list(input_shapes, prog.inputs, known, WHERE)
+        from .verify import verify_nodes
+
+        verify_nodes(module, prog, symbol, params, dict(zip(prog.inputs, shapes)), rtol, atol)
+    return module
+
+
+def generated_source(symbol, params, frozen=()):
+    """(model.py's class source, Program) for the CLI: the class is named ``MXNetModel``."""
+    return _build(symbol, params, set(frozen))
+
+
+def record(module, prog, feed):
+    """{MXNet node name: output(s)} of one forward of ``module`` (its mode as it is)."""
+    torch = sys.modules["torch"]
+    source = "\n".join(line[4:] for line in prog.forward_source(record=True).splitlines())
+    filename = "<mxcompat.to_torch record %d>" % next(_counter)
+    namespace = _compile(source, filename)
+    rec = {}
+    args = [torch.from_numpy(feed[n]) for n in prog.inputs]
+    with torch.no_grad():
+        namespace["_mx_record"](module, rec, *args)
+    return rec

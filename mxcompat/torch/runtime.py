@@ -1,0 +1,524 @@
+"""MXNet's operators in PyTorch, with MXNet's semantics: what a converted model's code calls.
+
+The code ``to_torch`` generates calls these as ``mxops.<name>`` where MXNet and PyTorch
+differ (pooling conventions, BatchNorm's defaults and statistics, the loss heads' gradients,
+``reshape``'s special codes, the fused ``RNN`` operator's packed parameters); where they agree
+it calls ``torch``/``torch.nn.functional`` directly.  This module imports torch only (never
+mxnet, nor the rest of mxcompat): ``mxcompat torch`` copies it beside the ``model.py`` it
+writes, so a converted model runs where neither is installed.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "activation",
+    "batch_norm",
+    "flatten",
+    "fully_connected",
+    "layer_norm",
+    "leaky_relu",
+    "l2_normalization",
+    "pooling",
+    "regression_output",
+    "reshape",
+    "rnn",
+    "softmax_output",
+    "split",
+    "reduce",
+    "slice_axis",
+    "unknown_zeros",
+    "where",
+]
+
+
+# --- layers ---------------------------------------------------------------------------------------
+
+
+def fully_connected(x, weight, bias, flatten):
+    # flatten=True (MXNet's default) collapses every axis after the first, whatever the rank;
+    # PyTorch's Linear always works on the last axis (MXNet's flatten=False).
+    if flatten and x.dim() != 2:
+        x = x.reshape(x.shape[0], -1)
+    return F.linear(x, weight, bias)
+
+
+def flatten(x):
+    """MXNet's ``Flatten``: (d1, d2*...*dk); a 1-d input becomes (d1, 1)."""
+    return x.reshape(x.shape[0], -1)
+
+
+def batch_norm(
+    x,
+    gamma,
+    beta,
+    moving_mean,
+    moving_var,
+    training,
+    eps,
+    momentum,
+    fix_gamma,
+    use_global_stats,
+    axis=1,
+    update_stats=True,
+):
+    """MXNet's ``BatchNorm``.
+
+    ``fix_gamma``: the stored gamma is ignored (taken as 1) and its gradient is 0 (a gradient,
+    not None: MXNet's optimizer still applies weight decay to it).  ``momentum`` weighs the
+    *old* statistic (PyTorch's is 1 - that).  In training (unless ``use_global_stats``) the
+    batch's biased variance normalises and is what the running variance moves towards;
+    ``update_stats=False`` (statistics frozen in MXNet) leaves them.  MXNet moves the
+    statistics in the backward of a training step, this in the training forward (as PyTorch
+    does): the same after each step."""
+    if fix_gamma:
+        gamma = gamma * 0.0 + 1.0
+    channels_last = axis not in (1, 1 - x.dim())
+    if channels_last:
+        x = x.movedim(axis, 1)
+    if training and not use_global_stats:
+        out = F.batch_norm(x, None, None, gamma, beta, True, 0.0, eps)
+        if update_stats:
+            with torch.no_grad():
+                dims = [d for d in range(x.dim()) if d != 1]
+                mean = x.mean(dims)
+                var = (x - mean.reshape([1, -1] + [1] * (x.dim() - 2))).square().mean(dims)
+                moving_mean.mul_(momentum).add_(mean * (1.0 - momentum))
+                moving_var.mul_(momentum).add_(var * (1.0 - momentum))
+    else:
+        out = F.batch_norm(x, moving_mean, moving_var, gamma, beta, False, 0.0, eps)
+    return out.movedim(1, axis) if channels_last else out
+
+
+def layer_norm(x, gamma, beta, axis, eps):
+    if axis in (-1, x.dim() - 1):
+        return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
+    return F.layer_norm(x.movedim(axis, -1), (x.shape[axis],), gamma, beta, eps).movedim(-1, axis)
+
+
+def l2_normalization(x, mode, eps):
+    """MXNet's ``L2Normalization``: x / sqrt(sum(x**2) + eps) over every axis but the first
+    ('instance'), over axis 1 ('channel') or over the axes after 1 ('spatial')."""
+    if mode == "instance":
+        dims = list(range(1, x.dim()))
+    elif mode == "channel":
+        dims = [1]
+    else:
+        dims = list(range(2, x.dim()))
+    return x / torch.sqrt(x.square().sum(dims, keepdim=True) + eps)
+
+
+def activation(x, act_type):
+    if act_type == "relu":
+        return F.relu(x)
+    if act_type == "sigmoid":
+        return torch.sigmoid(x)
+    if act_type == "tanh":
+        return torch.tanh(x)
+    if act_type == "softrelu":
+        return F.softplus(x)
+    if act_type == "softsign":
+        return F.softsign(x)
+    raise ValueError("Activation act_type=%r" % act_type)
+
+
+def leaky_relu(x, gamma, act_type, slope):
+    if act_type == "leaky":
+        return F.leaky_relu(x, slope)
+    if act_type == "prelu":
+        # gamma has one value per channel (axis 1), or one for all.
+        shape = [1, -1] + [1] * (x.dim() - 2) if gamma.numel() > 1 else [1]
+        g = gamma.reshape(shape)
+        return torch.where(x >= 0, x, x * g)
+    if act_type == "elu":
+        return F.elu(x, slope)
+    if act_type == "selu":
+        return F.selu(x)
+    if act_type == "gelu":
+        return F.gelu(x)
+    raise ValueError("LeakyReLU act_type=%r" % act_type)
+
+
+def _pool_sum(x, kernel, stride):
+    # A sum over windows (no padding: the caller pads), in 1-3 spatial dimensions.
+    n = x.dim() - 2
+    if n == 1:
+        return F.avg_pool2d(x.unsqueeze(-1), kernel + (1,), stride + (1,), divisor_override=1)[
+            ..., 0
+        ]
+    pool = F.avg_pool2d if n == 2 else F.avg_pool3d
+    return pool(x, kernel, stride, divisor_override=1)
+
+
+def pooling(x, kernel, pool_type, stride, pad, convention, global_pool, count_include_pad):
+    """MXNet's ``Pooling``.  ``convention='full'`` rounds the output size up
+    (``ceil((x + 2p - k) / s) + 1``), and its last window may reach past the padding: MXNet
+    averages over the part inside the (padded) input only."""
+    n = x.dim() - 2
+    if global_pool:
+        dims = tuple(range(2, x.dim()))
+        if pool_type == "max":
+            return x.amax(dims, keepdim=True)
+        if pool_type == "avg":
+            return x.mean(dims, keepdim=True)
+        return x.sum(dims, keepdim=True)
+    kernel, stride, pad = tuple(kernel), tuple(stride or (1,) * n), tuple(pad or (0,) * n)
+    if convention == "valid" and pool_type == "max":
+        return [F.max_pool1d, F.max_pool2d, F.max_pool3d][n - 1](x, kernel, stride, pad)
+    if convention == "valid" and pool_type == "avg" and count_include_pad:
+        return [F.avg_pool1d, F.avg_pool2d, F.avg_pool3d][n - 1](x, kernel, stride, pad)
+    # The general case, as MXNet defines it: pad, pool, divide by the window's elements.
+    sizes = x.shape[2:]
+    extra = []
+    for size, k, s, p in zip(sizes, kernel, stride, pad):
+        span = size + 2 * p - k
+        out = (-(-span // s) if convention == "full" else span // s) + 1
+        extra.append(max((out - 1) * s + k - (size + 2 * p), 0))
+    spec = []
+    for p, e in zip(reversed(pad), reversed(extra)):
+        spec += [p, p + e]
+    fill = -math.inf if pool_type == "max" else 0.0
+    padded = F.pad(x, spec, value=fill)
+    if pool_type == "max":
+        pool = [F.max_pool1d, F.max_pool2d, F.max_pool3d][n - 1]
+        return pool(padded, kernel, stride)
+    total = _pool_sum(padded, kernel, stride)
+    if pool_type == "sum":
+        return total
+    # The divisor: the padding counts if count_include_pad, the overhang never.
+    ones = torch.ones((1, 1) + tuple(sizes), dtype=x.dtype, device=x.device)
+    if count_include_pad:
+        ones = F.pad(ones, [q for p in reversed(pad) for q in (p, p)], value=1.0)
+        spec = []
+        for e in reversed(extra):
+            spec += [0, e]
+        mask = F.pad(ones, spec, value=0.0)
+    else:
+        mask = F.pad(ones, spec, value=0.0)
+    return total / _pool_sum(mask, kernel, stride)
+
+
+# --- shapes ---------------------------------------------------------------------------------------
+
+
+def reshape(x, shape, reverse=False):
+    """MXNet's ``reshape`` with its special codes: 0 copies an input dimension, -1 infers one,
+    -2 copies the rest, -3 merges two, -4 splits one into the next two codes (one may be -1);
+    ``reverse`` reads both shapes from the right."""
+    src = list(x.shape)
+    codes = list(shape)
+    if reverse:
+        src, codes = src[::-1], codes[::-1]
+    out, i, j, infer = [], 0, 0, None
+    while j < len(codes):
+        c = codes[j]
+        if c == 0:
+            out.append(src[i])
+            i += 1
+        elif c == -1:
+            infer = len(out)
+            out.append(-1)
+            i += 1
+        elif c == -2:
+            out.extend(src[i:])
+            i = len(src)
+        elif c == -3:
+            out.append(src[i] * src[i + 1])
+            i += 2
+        elif c == -4:
+            a, b = codes[j + 1], codes[j + 2]
+            if reverse:
+                a, b = b, a
+            if a == -1:
+                a = src[i] // b
+            if b == -1:
+                b = src[i] // a
+            pair = [b, a] if reverse else [a, b]
+            out.extend(pair)
+            i += 1
+            j += 2
+        else:
+            out.append(c)
+            i += 1
+        j += 1
+    if infer is not None:
+        known = 1
+        for k, d in enumerate(out):
+            if k != infer:
+                known *= d
+        out[infer] = x.numel() // known if known else 0
+    if reverse:
+        out = out[::-1]
+    return x.reshape(out)
+
+
+def split(x, num_outputs, axis, squeeze_axis):
+    """MXNet's ``SliceChannel``/``split``: equal parts along ``axis``."""
+    parts = torch.chunk(x, num_outputs, axis)
+    if squeeze_axis:
+        parts = tuple(p.squeeze(axis) for p in parts)
+    return list(parts)
+
+
+class _UnknownZeros:
+    """A zeros array whose shape has a 0 (MXNet infers it from the consumer): Gluon's RNN
+    layers begin with one, as a state of batch size 0; ``rnn`` fills in the batch size."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+
+def unknown_zeros(shape):
+    return _UnknownZeros(shape)
+
+
+# --- loss heads -----------------------------------------------------------------------------------
+
+
+class _SoftmaxOutput(torch.autograd.Function):
+    # Forward: the softmax.  Backward: MXNet's gradient (not autograd's), which ignores the
+    # gradient that comes in (unless out_grad): (softmax - label) * grad_scale / normaliser.
+    @staticmethod
+    def forward(ctx, x, label, axis, flat, spec):
+        shape = x.shape
+        y = x.reshape(shape[0], -1) if flat else x
+        out = torch.softmax(y, axis).reshape(shape)
+        ctx.save_for_backward(out, label)
+        ctx.axis, ctx.spec = axis, spec
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        out, label = ctx.saved_tensors
+        grad_scale, use_ignore, ignore_label, normalization, out_grad, smooth_alpha = ctx.spec
+        axis = ctx.axis if ctx.axis >= 0 else out.dim() + ctx.axis
+        if label.shape == out.shape:
+            # Probability labels: no ignore, no normalization (MXNet's own rule).
+            g = (out - label) * grad_scale
+        else:
+            probs = out if axis == out.dim() - 1 else out.movedim(axis, -1)
+            flat = probs.reshape(-1, probs.shape[-1])
+            index = label.reshape(-1).long()
+            k = flat.shape[-1]
+            target = torch.zeros_like(flat)
+            valid = torch.ones(index.shape, dtype=out.dtype, device=out.device)
+            keep = index
+            if use_ignore:
+                valid = (label.reshape(-1) != ignore_label).to(out.dtype)
+                keep = torch.where(valid > 0, index, torch.zeros_like(index))
+            if smooth_alpha:
+                target += smooth_alpha / (k - 1)
+                target.scatter_(1, keep.unsqueeze(1), 1.0 - smooth_alpha)
+            else:
+                target.scatter_(1, keep.unsqueeze(1), 1.0)
+            g = (flat - target) * valid.unsqueeze(1)
+            # multi_output (labels per position): MXNet's 'null' divides by the positions per
+            # example, 'batch' by every position of the batch (measured on 1.5 and 1.9).
+            positions = label.numel() // out.shape[0] if out.dim() > 2 else 1
+            if normalization == "batch":
+                g = g / (out.shape[0] * positions)
+            elif normalization == "valid":
+                g = g / max(float(valid.sum()), 1.0)
+            elif positions > 1:
+                g = g / positions
+            g = (g * grad_scale).reshape(probs.shape)
+            if axis != out.dim() - 1:
+                g = g.movedim(-1, axis)
+        if out_grad:
+            g = g * grad
+        return g, None, None, None, None
+
+
+def softmax_output(
+    x,
+    label,
+    multi_output=False,
+    preserve_shape=False,
+    grad_scale=1.0,
+    use_ignore=False,
+    ignore_label=-1.0,
+    normalization="null",
+    out_grad=False,
+    smooth_alpha=0.0,
+):
+    """MXNet's ``SoftmaxOutput``: the softmax over axis 1 of the input seen as (d1, rest)
+    (``multi_output``: axis 1 of the input as it is; ``preserve_shape``: the last axis).
+    Without a label it is the softmax; with one, its backward is MXNet's loss gradient (call
+    ``backward`` on the output with any gradient: it is ignored, as MXNet ignores it)."""
+    if multi_output:
+        axis, flat = 1, False
+    elif preserve_shape:
+        axis, flat = -1, False
+    else:
+        axis, flat = 1, True
+    if label is None:
+        y = x.reshape(x.shape[0], -1) if flat else x
+        return torch.softmax(y, axis).reshape(x.shape)
+    spec = (grad_scale, use_ignore, ignore_label, normalization, out_grad, smooth_alpha)
+    return _SoftmaxOutput.apply(x, label.to(x.dtype), axis, flat, spec)
+
+
+class _RegressionOutput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, label, kind, grad_scale):
+        out = torch.sigmoid(x) if kind == "logistic" else x.clone()
+        ctx.save_for_backward(out, label)
+        ctx.kind, ctx.grad_scale = kind, grad_scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        out, label = ctx.saved_tensors
+        label = label.reshape(out.shape)
+        diff = out - label
+        if ctx.kind == "mae":
+            diff = torch.sign(diff)
+        # MXNet scales by grad_scale / (the number of outputs per example).
+        per_example = out.numel() // out.shape[0] if out.dim() else 1
+        return diff * (ctx.grad_scale / per_example), None, None, None
+
+
+def regression_output(x, label, kind, grad_scale=1.0):
+    """MXNet's ``LinearRegressionOutput`` / ``LogisticRegressionOutput`` /
+    ``MAERegressionOutput``: identity (sigmoid) forward; MXNet's gradient backward."""
+    if label is None:
+        return torch.sigmoid(x) if kind == "logistic" else x
+    return _RegressionOutput.apply(x, label.to(x.dtype), kind, grad_scale)
+
+
+# --- the fused RNN operator -----------------------------------------------------------------------
+
+_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+
+
+def rnn_unpack(params, mode, input_size, state_size, num_layers, bidirectional):
+    """The fused ``RNN`` operator's one flat parameter vector as per-layer, per-direction
+    ``(w_ih, w_hh, b_ih, b_hh)``: every weight first (layer by layer, direction by direction,
+    input-to-hidden then hidden-to-hidden), then every bias in the same order.  Gates are in
+    PyTorch's order already (LSTM i, f, g, o; GRU r, z, n)."""
+    gates = _GATES[mode] * state_size
+    dirs = 2 if bidirectional else 1
+    weights, offset = [], 0
+    for layer in range(num_layers):
+        size = input_size if layer == 0 else state_size * dirs
+        for _ in range(dirs):
+            w_ih = params[offset : offset + gates * size].reshape(gates, size)
+            offset += gates * size
+            w_hh = params[offset : offset + gates * state_size].reshape(gates, state_size)
+            offset += gates * state_size
+            weights.append([w_ih, w_hh])
+    for entry in weights:
+        entry.append(params[offset : offset + gates])
+        offset += gates
+        entry.append(params[offset : offset + gates])
+        offset += gates
+    if offset != params.numel():
+        raise ValueError(
+            "RNN: %d parameters, the layout needs %d (mode %s, %d layer(s), state_size %d, "
+            "input size %d)" % (params.numel(), offset, mode, num_layers, state_size, input_size)
+        )
+    return weights
+
+
+def _cell(mode, x, h, c, w_ih, w_hh, b_ih, b_hh):
+    gi = F.linear(x, w_ih, b_ih)
+    gh = F.linear(h, w_hh, b_hh)
+    if mode == "lstm":
+        i, f, g, o = (gi + gh).chunk(4, -1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+    if mode == "gru":
+        ir, iz, in_ = gi.chunk(3, -1)
+        hr, hz, hn = gh.chunk(3, -1)
+        r = torch.sigmoid(ir + hr)
+        z = torch.sigmoid(iz + hz)
+        n = torch.tanh(in_ + r * hn)
+        return (1 - z) * n + z * h, None
+    pre = gi + gh
+    return (torch.tanh(pre) if mode == "rnn_tanh" else torch.relu(pre)), None
+
+
+def rnn(
+    data,
+    params,
+    state,
+    state_cell,
+    mode,
+    state_size,
+    num_layers,
+    bidirectional=False,
+    p=0.0,
+    state_outputs=False,
+    training=False,
+):
+    """MXNet's fused ``RNN`` operator: ``data`` (T, N, C), ``state`` (and, for LSTM,
+    ``state_cell``) (layers * directions, N, state_size); the output (T, N, directions *
+    state_size), with the last states if ``state_outputs``.  Dropout ``p`` between layers in
+    training."""
+    dirs = 2 if bidirectional else 1
+    if isinstance(state, _UnknownZeros):
+        state = data.new_zeros(num_layers * dirs, data.shape[1], state_size)
+    if isinstance(state_cell, _UnknownZeros):
+        state_cell = data.new_zeros(num_layers * dirs, data.shape[1], state_size)
+    weights = rnn_unpack(params, mode, data.shape[2], state_size, num_layers, bidirectional)
+    x = data
+    last_h, last_c = [], []
+    for layer in range(num_layers):
+        outs = []
+        for d in range(dirs):
+            k = layer * dirs + d
+            h = state[k]
+            c = state_cell[k] if mode == "lstm" else None
+            steps = range(x.shape[0]) if d == 0 else range(x.shape[0] - 1, -1, -1)
+            seq = [None] * x.shape[0]
+            for t in steps:
+                h, c = _cell(mode, x[t], h, c, *weights[k])
+                seq[t] = h
+            outs.append(torch.stack(seq))
+            last_h.append(h)
+            last_c.append(c)
+        x = torch.cat(outs, -1) if dirs == 2 else outs[0]
+        if p and training and layer < num_layers - 1:
+            x = F.dropout(x, p, True)
+    if not state_outputs:
+        return x
+    if mode == "lstm":
+        return [x, torch.stack(last_h), torch.stack(last_c)]
+    return [x, torch.stack(last_h)]
+
+
+# --- small ones -----------------------------------------------------------------------------------
+
+
+def where(condition, x, y):
+    """MXNet's ``where``: a 1-d condition picks whole rows (the first axis) of x or y."""
+    if condition.dim() == 1 and x.dim() > 1:
+        condition = condition.reshape((-1,) + (1,) * (x.dim() - 1))
+    return torch.where(condition != 0, x, y)
+
+
+def reduce(x, how, axis, keepdims, exclude):
+    """MXNet's ``sum``/``mean``/``max``/``min``/``prod``: ``axis=()`` reduces everything to
+    shape (1,) (not PyTorch's 0-d); ``exclude`` reduces the axes *not* listed."""
+    axes = [a % x.dim() for a in axis] if axis else list(range(x.dim()))
+    if exclude:
+        axes = [a for a in range(x.dim()) if a not in axes]
+    if how == "sum":
+        out = x.sum(axes, keepdim=keepdims)
+    elif how == "mean":
+        out = x.mean(axes, keepdim=keepdims)
+    elif how == "max":
+        out = x.amax(axes, keepdim=keepdims)
+    elif how == "min":
+        out = x.amin(axes, keepdim=keepdims)
+    else:
+        out = x
+        for a in sorted(axes, reverse=True):
+            out = out.prod(a, keepdim=keepdims)
+    return out.reshape(1) if out.dim() == 0 else out
+
+
+def slice_axis(x, axis, begin, end):
+    return x[(slice(None),) * (axis % x.dim()) + (slice(begin, end),)]

@@ -1,0 +1,146 @@
+"""``to_torch(verify=True)``: every node of the converted module against MXNet's, on one seeded
+random input, in eval mode; the first node that differs is named."""
+
+import contextlib
+import json
+import os
+
+import numpy as np
+
+from .._core import facts
+from ..convert._common import _fail, _mx
+from . import codegen
+from .convert import WHERE, record
+
+
+def _feed(symbol, shapes, rng):
+    """A random input per data input: uniform in [-1, 1), or valid indices where it feeds an
+    Embedding (its input_dim) directly."""
+    nodes = json.loads(symbol.tojson())["nodes"]
+    index_range = {}
+    for node in nodes:
+        if node["op"] == "Embedding":
+            source = nodes[node["inputs"][0][0]]
+            if source["op"] == "null":
+                attrs = node.get("attrs") or node.get("attr") or node.get("param") or {}
+                index_range[source["name"]] = int(attrs["input_dim"])
+    feed = {}
+    for name, shape in shapes.items():
+        if name in index_range:
+            feed[name] = rng.randint(0, index_range[name], shape).astype(np.float32)
+        else:
+            feed[name] = rng.uniform(-1, 1, shape).astype(np.float32)
+    return feed
+
+
+def _mxnet_internals(symbol, params, feed):
+    """[(output name, array)] of every internal output of ``symbol``, in node order."""
+    mx = _mx()
+    every = symbol.get_internals()
+    variables = set(symbol.list_arguments()) | set(symbol.list_auxiliary_states())
+    names = [n for n in every.list_outputs() if n not in variables]
+    # Variables as outputs make the executor refuse to bind: the operators' outputs only.
+    internals = mx.sym.Group([every[n] for n in names])
+    arg_shapes, _, aux_shapes = internals.infer_shape_partial(
+        **{n: v.shape for n, v in feed.items()}
+    )
+    shapes = dict(zip(internals.list_arguments(), arg_shapes))
+    shapes.update(zip(internals.list_auxiliary_states(), aux_shapes))
+    unknown = [n for n, s in shapes.items() if n not in params and (not s or 0 in s)]
+    if unknown:
+        raise _fail(WHERE, "cannot infer the shape of %s from input_shapes" % _names(unknown))
+    with _unfused():
+        executor = internals.simple_bind(
+            mx.cpu(),
+            grad_req="null",
+            **{n: s for n, s in shapes.items() if n in internals.list_arguments()},
+        )
+    for arrays in (executor.arg_dict, executor.aux_dict):
+        for name, array in arrays.items():
+            if name in feed:
+                array[:] = feed[name]
+            elif name in params:
+                array[:] = params[name]
+            else:
+                array[:] = 0  # a label: the loss heads' forward does not read it
+    outputs = executor.forward(is_train=False)
+    return list(zip(internals.list_outputs(), [o.asnumpy() for o in outputs]))
+
+
+@contextlib.contextmanager
+def _unfused():
+    """MXNet's oneDNN builds fuse a convolution with the activation after it when binding (from
+    1.6): the fused node's inner outputs are then not the operators' own.  The variable is read
+    at each bind."""
+    old = os.environ.get("MXNET_SUBGRAPH_BACKEND")
+    # Before 1.6 nothing is fused unless the variable asks, and "NONE" is no backend there.
+    if facts.parse_version(_mx().__version__) >= (1, 6):
+        os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
+    else:
+        os.environ.pop("MXNET_SUBGRAPH_BACKEND", None)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("MXNET_SUBGRAPH_BACKEND", None)
+        else:
+            os.environ["MXNET_SUBGRAPH_BACKEND"] = old
+
+
+def _names(values):
+    return ", ".join(repr(v) for v in values)
+
+
+def verify_nodes(module, prog, symbol, params, shapes, rtol, atol):
+    rng = np.random.RandomState(0)
+    feed = _feed(symbol, shapes, rng)
+    expected = _mxnet_internals(symbol, params, feed)
+    was_training = module.training
+    module.eval()
+    try:
+        actual = record(module, prog, feed)
+    finally:
+        module.train(was_training)
+    nodes, _ = codegen.load(symbol.tojson())
+    position = 0
+    for node in nodes:
+        if node["op"] == "null":
+            continue
+        outs = actual.get(node["name"])
+        if outs is None:
+            continue
+        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        mine = expected[position : position + len(outs)]
+        position += len(outs)
+        for k, ((out_name, want), got) in enumerate(zip(mine, outs)):
+            if not hasattr(got, "detach"):
+                continue  # a zeros whose shape MXNet infers (the RNN's begin state)
+            got = got.detach().numpy()
+            worst, bad = _worst(want, got, rtol, atol)
+            if bad:
+                raise AssertionError(
+                    "mxcompat.to_torch: node %r (op %s) is the first whose output differs "
+                    "from MXNet's (%s%s): %s; the nodes before it agree"
+                    % (
+                        node["name"],
+                        node["op"],
+                        out_name,
+                        "" if len(outs) == 1 else ", output %d" % k,
+                        "shape %s, MXNet's %s" % (got.shape, want.shape)
+                        if got.shape != want.shape
+                        else "largest |difference| %.3g, max|mxnet| %.3g"
+                        % (worst, float(np.abs(want).max()) if want.size else 0.0),
+                    )
+                )
+
+
+def _worst(expected, actual, rtol, atol):
+    if expected.shape != actual.shape:
+        return float("inf"), True
+    if not expected.size:
+        return 0.0, False
+    expected = expected.astype(np.float64)
+    diff = np.abs(actual.astype(np.float64) - expected)
+    worst = float(np.nanmax(diff)) if not np.isnan(diff).all() else float("nan")
+    nan_mismatch = bool((np.isnan(actual) != np.isnan(expected)).any())
+    return worst, nan_mismatch or worst > atol + rtol * float(np.nanmax(np.abs(expected)))
