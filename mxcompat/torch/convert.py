@@ -215,7 +215,11 @@ def to_torch(
         shapes = _shape_list(input_shapes, prog.inputs, known, WHERE)
         from .verify import verify_nodes
 
-        verify_nodes(module, prog, symbol, params, dict(zip(prog.inputs, shapes)), rtol, atol)
+        # record: this module's own forward that keeps every node's output (verify.py imports
+        # nothing from here).
+        verify_nodes(
+            module, prog, symbol, params, dict(zip(prog.inputs, shapes)), rtol, atol, record
+        )
     return module
 
 

@@ -10,7 +10,6 @@ import numpy as np
 from .._core import facts
 from ..convert._common import _fail, _mx
 from . import codegen
-from .convert import WHERE, record
 
 
 def _feed(symbol, shapes, rng):
@@ -48,7 +47,7 @@ def _mxnet_internals(symbol, params, feed):
     shapes.update(zip(internals.list_auxiliary_states(), aux_shapes))
     unknown = [n for n, s in shapes.items() if n not in params and (not s or 0 in s)]
     if unknown:
-        raise _fail(WHERE, "cannot infer the shape of %s from input_shapes" % _names(unknown))
+        raise _fail("to_torch", "cannot infer the shape of %s from input_shapes" % _names(unknown))
     with _unfused():
         executor = internals.simple_bind(
             mx.cpu(),
@@ -91,7 +90,7 @@ def _names(values):
     return ", ".join(repr(v) for v in values)
 
 
-def verify_nodes(module, prog, symbol, params, shapes, rtol, atol):
+def verify_nodes(module, prog, symbol, params, shapes, rtol, atol, record):
     rng = np.random.RandomState(0)
     feed = _feed(symbol, shapes, rng)
     expected = _mxnet_internals(symbol, params, feed)
