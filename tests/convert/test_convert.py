@@ -785,7 +785,7 @@ def test_threads_converting_at_once_leave_symbol_iteration_as_mxnet_has_it():
             for _ in range(5):
                 block = mod.to_gluon()
                 outs.append(block(x).asnumpy())
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             errors.append(exc)
 
     assert run_threads(convert, 8, 120) == [], "a thread hung"

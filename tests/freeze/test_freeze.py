@@ -323,7 +323,7 @@ def test_registry_is_thread_safe():
                 mxcompat.is_frozen("keep%d" % k)
                 with mxcompat.frozen("ctx%d" % k):
                     assert mxcompat.is_frozen("ctx%d" % k)
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=churn, args=(k,)) for k in range(8)]

@@ -285,7 +285,7 @@ def _group_grad_req(mod):
     is then read from the failed call's frames, as MXNet built it."""
     try:
         mod.bind(data_shapes=[("data", (BATCH, 4))])
-    except Exception as exc:  # pylint: disable=broad-except
+    except Exception as exc:
         tb = exc.__traceback__
         while tb is not None:
             group = tb.tb_frame.f_locals.get("self")

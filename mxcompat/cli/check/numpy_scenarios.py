@@ -99,7 +99,7 @@ def _check_numpy_fixes(mx, tmp):
     for name, run in _numpy_fix_scenarios(mx, np):
         try:
             run()
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             raise AssertionError("%s: %s: %s" % (name, type(exc).__name__, exc)) from exc
         names.append(name)
     return "in use on NumPy %s: %s" % (np.__version__, "; ".join(names))

@@ -64,7 +64,7 @@ def run_checks():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             import mxnet as mx
-    except Exception as exc:  # pylint: disable=broad-except
+    except Exception as exc:
         results.append(
             {
                 "name": "import",
@@ -93,7 +93,7 @@ def run_checks():
             detail, status = func(mx, tmp), OK
         except Skip as skip:
             detail, status = str(skip), SKIP
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             detail, status = "%s: %s" % (type(exc).__name__, exc), FAIL
             if settings.flag(settings.CHECK_TRACEBACK):
                 traceback.print_exc()
