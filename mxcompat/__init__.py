@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from .freeze import is_frozen as is_frozen
     from .freeze import unfreeze as unfreeze
     from .numpy_legacy import numpy_legacy as numpy_legacy
-    from .onnx.export import to_onnx as to_onnx
+    from .onnx.in_memory import to_onnx as to_onnx
 
 # Public name -> (module, attribute).
 _PUBLIC = {
@@ -85,13 +85,13 @@ _PUBLIC = {
     "quantize": ("convert.quantize", "quantize"),
     "to_gluon": ("convert", "to_gluon"),
     "to_module": ("convert", "to_module"),
-    "to_onnx": ("onnx.export", "to_onnx"),
+    "to_onnx": ("onnx.in_memory", "to_onnx"),
     "unfreeze": ("freeze", "unfreeze"),
     "unpatch": ("_core.registry", "unpatch"),
 }
 
 # The opt-in for users' own NumPy code registers no patch, but reads MXCOMPAT_NUMPY_LEGACY when
-# imported: it is loaded with the patches (whose stacking order is mxcompat.patches.ORDER).
+# imported: it is loaded with the patches (whose stacking order is _core.registry.ORDER).
 _AFTER_PATCHES = ("numpy_legacy",)
 # convert.quantize registers nothing: imported at the first use of `quantize`.
 
@@ -113,9 +113,9 @@ def _load():
         try:
             from importlib import import_module
 
-            from .patches import ORDER, module_of
+            from ._core.registry import ORDER
 
-            for module in tuple(module_of(name) for name in ORDER) + _AFTER_PATCHES:
+            for module in tuple("patches." + name for name in ORDER) + _AFTER_PATCHES:
                 import_module(__name__ + "." + module)
             names = globals()
             # Bound now: importing the submodule `freeze` set the attribute to the module.

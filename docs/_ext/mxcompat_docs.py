@@ -20,7 +20,6 @@ from sphinx.util.docutils import SphinxDirective
 
 import mxcompat
 from mxcompat._core import facts, registry, settings, traps, versions
-from mxcompat.patches import ORDER
 
 
 def _release(version):
@@ -77,7 +76,7 @@ def patches_table():
         "| patch | what it fixes | applies to | traps | turn it off |",
         "|---|---|---|---:|---|",
     ]
-    for name in ORDER:
+    for name in registry.ORDER:
         patch = registry.get(name)
         off = "`%s=%s`, `mxcompat run --no-patch %s` or `mxcompat.unpatch(%r)`" % (
             settings.DISABLE_PATCHES,
