@@ -19,8 +19,7 @@ from collections import OrderedDict
 import wrapt
 
 from . import facts, hooks, settings
-from .log import forget as _forget_warning
-from .log import logger, warn_once
+from .log import forget, logger, step_aside, warn_once
 from .stacking import foreign_wrapper, raw_attribute, restore, wrapped_by
 
 # Every patch mxcompat has (each declared in mxcompat/patches/<name>.py), in the order they
@@ -232,7 +231,7 @@ def patch(*names: str) -> tuple[str, ...]:
             # Named explicitly: try a patch that failed before again (and warn again).
             for name in requested:
                 if _broken.pop(name, None) is not None:
-                    _forget_warning(("patch-failed", name))
+                    forget(("patch-failed", name))
         _ensure_hook()
         _sync()
         return patched()
@@ -287,12 +286,9 @@ def _on_mxnet_import(module):
     try:
         with _lock:
             _sync(module)
-    except Exception as exc:  # pylint: disable=broad-except
-        logger.debug("mxcompat could not patch mxnet", exc_info=True)
-        warn_once(
-            "hook-failed",
-            "mxcompat could not patch mxnet (%s: %s); mxnet is imported "
-            "unpatched" % (type(exc).__name__, exc),
+    except Exception:
+        step_aside(
+            "hook-failed", "mxcompat could not patch mxnet ({error}); mxnet is imported unpatched"
         )
 
 
@@ -347,15 +343,15 @@ def _sync(mx=None):
             continue
         try:
             _apply(name)
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception:
             # One patch that cannot be applied (a target missing in some build, a bug of
             # ours) must not take the others, or the user's `import mxnet`, with it.
-            _broken[name] = "%s: %s" % (type(exc).__name__, exc)
-            logger.debug("patch %s failed", name, exc_info=True)
-            warn_once(
+            _broken[name] = step_aside(
                 ("patch-failed", name),
-                "mxcompat's patch %r could not be applied to mxnet %s (%s), so it is off; "
-                "the other patches are applied" % (name, mx.__version__, _broken[name]),
+                "mxcompat's patch {name!r} could not be applied to mxnet {version} ({error}), "
+                "so it is off; the other patches are applied",
+                name=name,
+                version=mx.__version__,
             )
 
 
