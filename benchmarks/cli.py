@@ -49,6 +49,7 @@ import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
 import mxcompat  # noqa: E402
+from mxcompat._core import settings  # noqa: E402
 
 from . import (  # noqa: E402
     conversion,
@@ -143,7 +144,7 @@ def main(argv=None):
     )
     parser.add_argument(
         "--mxnet-src",
-        default=os.environ.get(mxnet_suite.SRC_ENV),
+        default=settings.path(settings.MXNET_SRC),
         help="git directory of apache/mxnet for the suite section "
         "(default $%s; without it that section is skipped)" % mxnet_suite.SRC_ENV,
     )

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+from mxcompat._core import settings
+
 from .models import config_label
 
 _PROBE = os.path.join(
@@ -35,7 +37,7 @@ def _job(model, size, batch, reps):
         launch = [sys.executable, "-m", "mxcompat", "run", "horovodrun", "-np", "2"]
         launch += ["-H", "localhost:2", "--gloo", sys.executable, _PROBE, out, model]
         launch += [str(size), str(batch), str(reps), _ROOT]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MXCOMPAT_")}
+        env = settings.environ_without_ours()
         env.update({"OMP_NUM_THREADS": "1", "PATH": bin_dir + os.pathsep + env.get("PATH", "")})
         proc = subprocess.Popen(
             launch,

@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT
 from support.reference_env import cache_dir
 
-from mxcompat._core import versions
+from mxcompat._core import settings, versions
 from mxcompat.cli import matrix
 
 EXAMPLE = os.path.join(ROOT, "examples", "matrix_project")
@@ -28,7 +28,7 @@ try:
     import uv as _uv
 
     _UV = _uv.find_uv_bin()
-except Exception:  # pylint: disable=broad-except
+except Exception:
     _UV = None
 
 needs_uv = pytest.mark.skipif(
@@ -42,7 +42,7 @@ def _python311():
 
 
 def run_matrix(args, cwd, env=None, timeout=600):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MXCOMPAT_")}
+    full_env = settings.environ_without_ours()
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "mxcompat", "matrix"] + args,

@@ -17,7 +17,7 @@ Where the reference comes from:
 * Otherwise: a virtualenv with Python ``REFERENCE_PYTHON`` and NumPy ``REFERENCE_NUMPY`` and the
   same MXNet wheel (``--no-deps``: 1.3.1/1.4.1 declare ``numpy<1.15``), built once by
   ``mxcompat/cli/envs.py`` (the builder ``mxcompat matrix`` uses) and cached
-  under ``MXCOMPAT_TEST_CACHE`` (default ``~/.cache/mxcompat-tests``); delete that folder to
+  under ``MXCOMPAT_TEST_CACHE`` (default ``~/.cache/mxcompat/tests``); delete that folder to
   rebuild.  The child runs with this process's environment, so every CPU setting above
   applies to both sides.
 """
@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from mxcompat._core import versions
+from mxcompat._core import settings, versions
 from mxcompat.patches import exec_stack
 
 from . import numpy_reference
@@ -44,7 +44,7 @@ REFERENCE_NUMPY = _REFERENCE.numpy_version
 # What mxnet's wheels require besides numpy (installed by hand beside --no-deps).
 REFERENCE_EXTRAS = versions.MXNET_EXTRAS
 
-CACHE_ENV = "MXCOMPAT_TEST_CACHE"
+CACHE_ENV = settings.TEST_CACHE
 
 
 class Unavailable(Exception):
@@ -79,9 +79,7 @@ def mxnet_wheel_version():
 
 
 def cache_dir():
-    root = os.environ.get(CACHE_ENV) or os.path.join(
-        os.path.expanduser("~"), ".cache", "mxcompat-tests"
-    )
+    root = settings.cache_folder("tests", CACHE_ENV)
     os.makedirs(root, exist_ok=True)
     return root
 

@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 
+from ..._core import settings
 from .. import envs
 from . import releases
 from .plugins import _PLUGIN, _TEST_STANDINS
@@ -56,7 +57,7 @@ from .stacks import (  # noqa: F401
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC_ENV = "MXCOMPAT_MXNET_SRC"
+SRC_ENV = settings.MXNET_SRC
 
 
 def _read_records(path):
@@ -323,7 +324,7 @@ def main(argv=None):
     )
     parser.add_argument(
         "--mxnet-src",
-        default=os.environ.get(SRC_ENV),
+        default=settings.path(SRC_ENV),
         help="git directory of apache/mxnet (or a folder with tests/python of one "
         "release); default $%s" % SRC_ENV,
     )
