@@ -84,7 +84,7 @@ def pytest_report_header(config):
     if imported:
         try:
             features = facts.build_features()
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             features = "unknown (%s: %s)" % (type(exc).__name__, exc)
         if features is None:
             features = "unknown (mxnet.runtime is MXNet 1.5+)"
@@ -97,13 +97,6 @@ def pytest_report_header(config):
     return lines
 
 
-def _release(version):
-    """``'1.5.1.post0'`` -> ``'1.5.1'``: specifiers are matched against the release, so
-    ``<1.5.1`` and ``>1.5.1`` mean what they say for a post release too."""
-    parsed = facts.parse_version(version)
-    return None if parsed is None else ".".join(str(p) for p in parsed)
-
-
 def pytest_runtest_setup(item):
     markers = list(item.iter_markers("mxnet"))
     if not markers:
@@ -111,7 +104,8 @@ def pytest_runtest_setup(item):
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     version, _ = _installed()
-    release = _release(version) if version else None
+    # Specifiers are matched against the release (facts.release): 1.5.1.post0 is 1.5.1.
+    release = facts.release(version) if version else None
     for marker in markers:
         if len(marker.args) != 1 or not isinstance(marker.args[0], str):
             pytest.fail(

@@ -287,6 +287,14 @@ def parse_version(text):
     return tuple(int(part or 0) for part in match.groups())
 
 
+def release(text):
+    """The release ``text`` names: ``'1.5.1.post0'`` → ``'1.5.1'``; junk → ``None``.  A post
+    release counts as its release everywhere (a version specifier, the supported table), so
+    ``<1.5.1`` and ``>1.5.1`` mean what they say for 1.5.1.post0 too."""
+    parsed = parse_version(text)
+    return None if parsed is None else ".".join(str(part) for part in parsed)
+
+
 def mxnet_version():
     """The version of the *imported* mxnet (never imports it), or ``None``."""
     mx = sys.modules.get("mxnet")

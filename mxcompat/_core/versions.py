@@ -13,6 +13,8 @@ from collections import namedtuple
 
 from packaging.version import Version
 
+from . import facts
+
 # What every MXNet wheel requires besides NumPy: installed by hand next to a --no-deps MXNet.
 MXNET_EXTRAS = ("requests<3", "graphviz==0.8.4")
 
@@ -124,14 +126,14 @@ def by_name(name):
 
 def release_matches(wanted, version):
     """Whether ``wanted`` names the release ``version``: "1.5.1" and "1.5.1.post0" are one
-    release, "1.5" is every 1.5.x."""
+    release (``facts.release``), "1.5" is every 1.5.x."""
     from packaging.version import InvalidVersion
 
     try:
-        prefix = Version(wanted).release
+        prefix = Version(wanted).release  # its numbers, as many as were written
     except InvalidVersion:
         return False
-    return Version(version).release[: len(prefix)] == prefix
+    return facts.parse_version(version)[: len(prefix)] == prefix
 
 
 def wheel_numpy(mxnet):

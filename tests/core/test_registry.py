@@ -8,6 +8,7 @@ import mxnet as mx  # noqa: E402  (after mxcompat)
 import pytest
 
 import mxcompat
+from mxcompat._core import facts
 
 # Prepended to each subprocess: a map of every patched attribute to the mxcompat wrappers
 # stacked on it, outermost first.
@@ -668,7 +669,7 @@ def test_declared_wrapt_floor():
     root = ROOT
     with open(os.path.join(root, "pyproject.toml")) as f:
         floor = re.search(r'"wrapt>=([0-9.]+)"', f.read()).group(1)
-    installed = tuple(int(p) for p in wrapt.__version__.split(".")[:2])
+    installed = facts.parse_version(wrapt.__version__)[:2]
     assert installed >= tuple(int(p) for p in floor.split(".")[:2])
     # The tox env that pins the floor (py312-mxnet191-numpy126-wrapt114) says so.
     expected = os.environ.get("EXPECT_WRAPT")
