@@ -37,8 +37,8 @@ with warnings.catch_warnings(record=True) as caught:
         served.append(np.asscalar(np.array([7.5])))
         served.append(np.asscalar(np.array([1.5])))
 ours = [str(w.message) for w in caught if type(w.message).__name__ == "MXCompatWarning"]
-from mxcompat import numpy_legacy
-print(json.dumps([served, ours, numpy_legacy.enabled()]))
+from mxcompat.numpy_legacy import enabled
+print(json.dumps([served, ours, enabled()]))
 """
 
 
