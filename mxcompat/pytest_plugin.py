@@ -21,7 +21,7 @@ import pytest
 
 import mxcompat
 
-from ._core import facts, registry
+from ._core import facts, registry, versions
 
 # Every patch registered (and the environment's settings applied) at the plugin's import, as
 # always: the header and the traps-handled section name them.
@@ -50,36 +50,15 @@ def pytest_configure(config):
     config.pluginmanager.register(_Traps(config.getoption("mxcompat_strict")), "mxcompat-traps")
 
 
-def _installed(module="mxnet", distribution="mxnet"):
-    """``(version, imported)``: the imported module's version, else the installed
-    distribution's (without importing it), else ``(None, False)``."""
-    mod = sys.modules.get(module)
-    if mod is not None and getattr(mod, "__version__", None):
-        return mod.__version__, True
-    try:
-        from importlib import metadata
-    except ImportError:  # Python 3.7: pytest depends on the backport there
-        import importlib_metadata as metadata
-    try:
-        return metadata.version(distribution), False
-    except metadata.PackageNotFoundError:
-        return None, False
-
-
 def pytest_report_header(config):
-    import wrapt
+    import wrapt  # noqa: F401  (reported)
 
-    version, imported = _installed()
-    numpy_version, _ = _installed("numpy", "numpy")
+    imported = getattr(sys.modules.get("mxnet"), "__version__", None) is not None
+    stack = versions.running(installed=True)
+    names = ("MXNet", "NumPy", "Python", "wrapt")
     lines = [
-        "mxcompat %s: MXNet %s, NumPy %s, Python %s, wrapt %s"
-        % (
-            mxcompat.__version__,
-            version or "(not installed)",
-            numpy_version or "(not installed)",
-            sys.version.split()[0],
-            wrapt.__version__,
-        )
+        "mxcompat %s: %s"
+        % (stack["mxcompat"], versions.stack_line(stack, names, "(not installed)"))
     ]
     if imported:
         try:
@@ -92,7 +71,7 @@ def pytest_report_header(config):
             features = ", ".join(features)
         lines.append("mxcompat: MXNet build features: %s" % features)
         lines.append("mxcompat: active patches: %s" % (", ".join(mxcompat.patched()) or "none"))
-    elif version is not None:
+    elif stack["mxnet"] is not None:
         lines.append("mxcompat: mxnet is not imported yet; the patches land when a test imports it")
     return lines
 
@@ -103,7 +82,7 @@ def pytest_runtest_setup(item):
         return
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-    version, _ = _installed()
+    version = versions.running(installed=True)["mxnet"]
     # Specifiers are matched against the release (facts.release): 1.5.1.post0 is 1.5.1.
     release = facts.release(version) if version else None
     for marker in markers:
