@@ -12,12 +12,12 @@ from .runner import check
 def _check_numpy(mx, tmp):
     import numpy as np
 
-    from ...patches import numpy_names as numpy_compat
+    from ...patches import numpy_names
 
-    lacking = numpy_compat.missing(np)
+    lacking = numpy_names.missing(np)
     if lacking:
         raise AssertionError("numpy.%s still missing" % ", numpy.".join(lacking))
-    added = numpy_compat.added()
+    added = numpy_names.added()
     # A NumPy-2 round trip through an operator parameter (NEP 51 reprs) and back.
     shape = tuple(np.array([2, 3]))
     got = mx.nd.zeros(shape).reshape(shape).shape
