@@ -89,7 +89,7 @@ BATCHNORM_STATS_MOVE_IN_BACKWARD = (1, 3)
 # output names, which 1.3/1.4's SymbolBlock then rejects).
 SYMBOL_ITER_BY_INDEX = (1, 5)
 # NDArray.shape reads MXNDArrayGetShapeEx (int dims, ndim -1 for an unknown shape) from 1.5;
-# before, MXNDArrayGetShape (mx_uint dims).  convert/array_facts.py calls the same one.
+# before, MXNDArrayGetShape (mx_uint dims).  convert/ndarray_c_api.py calls the same one.
 NDARRAY_SHAPE_EX = (1, 5)
 # Builds with 64-bit tensor sizes (runtime feature INT64_TENSOR_SIZE) read and make shapes
 # with the *64 C calls from 1.6 (int64_tensor_size() below); before 1.6 the Python side never

@@ -6,7 +6,7 @@ How each path is held, and why there:
 - Frozen before a training ``Module.bind``: the frozen names join that bind's
   ``fixed_param_names``, so MXNet itself gives them ``grad_req='null'`` and allocates no
   gradient (the cost of the native way).  Except a FullyConnected weight whose bias trains, on
-  the oneDNN builds from 1.7 (``_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS``): ``'null'`` there
+  the oneDNN builds from 1.7 (``facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS``): ``'null'`` there
   would stop the bias nobody froze, so that weight keeps its gradient and the update skip
   holds it (``onednn_fc_bias.null_would_stop_bias``; whatever ``MXNET_MKLDNN_ENABLED`` says,
   since MXNet reads it once).

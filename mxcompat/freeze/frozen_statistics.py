@@ -5,7 +5,7 @@ variance keeps it bit for bit through training, on Module and Gluon.
 BatchNorm statistics (a Module's aux states ``*_moving_mean``/``*_moving_var``, a Gluon
 block's ``running_mean``/``running_var`` parameters) are not updated by an optimizer: the
 BatchNorm operator itself moves them, during the *backward* of a training step, on every
-1.x release (``_compat.BATCHNORM_STATS_MOVE_IN_BACKWARD``; the training forward leaves them,
+1.x release (``facts.BATCHNORM_STATS_MOVE_IN_BACKWARD``; the training forward leaves them,
 the tests check both).  So this patch works around the backward only:
 
 - ``Executor.backward`` (every Module, BucketingModule, SequentialModule and FeedForward
@@ -21,7 +21,7 @@ were.  Unfrozen, a statistic moves again from the next backward.  An empty regis
 check per backward.  Copies are made only of frozen statistics (vectors, one per BatchNorm
 channel); the copy is waited for before the backward starts, because MXNet up to 1.7 does not
 order a read of the statistics before the backward that writes them
-(``_compat.GLUON_AUX_WRITES_ORDERED``).
+(``facts.GLUON_AUX_WRITES_ORDERED``).
 
 A Gluon statistic is a Parameter built ``differentiable=False`` (``nn.BatchNorm``'s) or an
 auxiliary state of a ``SymbolBlock``'s graph (``SymbolBlock.imports``, ``to_gluon``), which

@@ -12,7 +12,7 @@ the wrappers in ``mxnet_exporter``): while an MXNet export runs (its
 ``export_model`` or ``MXNetGraph.create_onnx_graph_proto``), and only then, ``onnx.mapping``
 is there (built from ``onnx.helper``'s dtype functions) and, on the exporting thread,
 ``onnx.defs.onnx_opset_version()`` and ``onnx.checker.check_graph`` say the opset the
-release's exporter writes (``_compat.ONNX_EXPORT_OPSETS``).  Code that never exports an MXNet
+release's exporter writes (``facts.ONNX_EXPORT_OPSETS``).  Code that never exports an MXNet
 model sees onnx unchanged; another thread's onnx calls during an export pass through (only
 ``onnx.mapping`` is visible to it then).
 

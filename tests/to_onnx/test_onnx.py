@@ -402,10 +402,10 @@ def test_cli_errors_are_one_line(tmpdir):
 
 @needs_onnx
 def test_check_line(tmpdir):
-    from mxcompat.cli import check
+    from mxcompat.cli.check.model_scenarios import _check_onnx
 
     opset = mxnet_exporter._opsets()[1]
-    assert check._check_onnx(mx, str(tmpdir)) == (
+    assert _check_onnx(mx, str(tmpdir)) == (
         "export_model wrote opset %d; to_onnx: onnxruntime %s agrees (opset %d)"
         % (opset, onnxruntime.__version__, opset)
     )
@@ -414,15 +414,16 @@ def test_check_line(tmpdir):
 @needs_onnx
 @pytest.mark.skipif(ONNX_HAS_MAPPING, reason="needs onnx >= 1.19 (no onnx.mapping)")
 def test_check_line_fails_without_the_patch(tmpdir, unpatched):
-    from mxcompat.cli import check
+    from mxcompat.cli.check.model_scenarios import _check_onnx
 
     with pytest.raises(ImportError, match="Onnx and protobuf need to be installed"):
-        check._check_onnx(mx, str(tmpdir))
+        _check_onnx(mx, str(tmpdir))
 
 
 def test_check_line_skips_without_onnx(tmpdir, monkeypatch):
-    from mxcompat.cli import check
+    from mxcompat.cli.check.model_scenarios import _check_onnx
+    from mxcompat.cli.check.runner import Skip
 
     monkeypatch.setitem(sys.modules, "onnx", None)
-    with pytest.raises(check.Skip, match=r"^needs onnx and onnxruntime: pip install "):
-        check._check_onnx(mx, str(tmpdir))
+    with pytest.raises(Skip, match=r"^needs onnx and onnxruntime: pip install "):
+        _check_onnx(mx, str(tmpdir))

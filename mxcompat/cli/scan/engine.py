@@ -9,6 +9,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import rules
+from .rules.numeric import removed_numpy_names
 
 # Folders no one wants scanned (ruff's default excludes, and any folder holding a venv).
 EXCLUDED = frozenset(
@@ -96,7 +97,7 @@ class _Context:
     @property
     def removed_numpy_names(self):
         if self._removed is None:
-            self._removed = rules._removed_numpy_names()
+            self._removed = removed_numpy_names()
         return self._removed
 
 
