@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from mxcompat._core import settings, versions
+from mxcompat._core import facts, settings, versions
 from mxcompat.patches import exec_stack
 
 from . import numpy_reference
@@ -51,14 +51,10 @@ class Unavailable(Exception):
     """No reference environment can be had on this machine (the message says why)."""
 
 
-def _version_tuple(text):
-    return tuple(int(p) for p in text.split(".")[:2] if p.isdigit())
-
-
 def is_reference_stack(numpy_version, python=sys.version_info):
     """True when plain MXNet runs on this Python/NumPy as released (no patch of the NumPy
     family is needed): the env is its own reference."""
-    return tuple(python[:2]) < (3, 12) and _version_tuple(numpy_version) < (1, 24)
+    return tuple(python[:2]) < (3, 12) and facts.parse_version(numpy_version)[:2] < (1, 24)
 
 
 def mxnet_wheel_version():
