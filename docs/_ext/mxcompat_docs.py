@@ -103,7 +103,7 @@ def modern_versions_table():
 
 def supported_line():
     """One sentence: the supported range and the Pythons and NumPys tested."""
-    pythons = sorted(set(c.python for c in versions.COMBINATIONS), key=_numeric)
+    pythons = sorted(set(c.python for c in versions.COMBINATIONS), key=facts.parse_version)
     low, high = tested_releases()
     return "mxcompat supports `mxnet %s` (%s … %s), on Python %s … %s.\n" % (
         facts.SUPPORTED,
@@ -112,10 +112,6 @@ def supported_line():
         pythons[0],
         pythons[-1],
     )
-
-
-def _numeric(version):
-    return tuple(int(part) for part in version.split("."))
 
 
 def settings_table():
