@@ -28,13 +28,11 @@ BUILD_ENV = {
 
 
 def main():
-    default_cache = os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "mxcompat",
-        "horovod",
-    )
+    # mxcompat is installed in this env (the wheel may be built through `mxcompat run`).
+    from mxcompat._core import settings
+
     tag = "cp%d%d-mxnet%s" % (sys.version_info[0], sys.version_info[1], metadata.version("mxnet"))
-    cache = os.path.join(os.environ.get("HOROVOD_WHEEL_CACHE") or default_cache, tag)
+    cache = os.path.join(settings.cache_folder("horovod", "HOROVOD_WHEEL_CACHE"), tag)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     wheels = glob.glob(os.path.join(cache, "horovod-%s-*.whl" % VERSION))
     if not wheels:

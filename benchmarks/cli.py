@@ -46,10 +46,13 @@ import warnings
 os.environ.setdefault("MXNET_SUBGRAPH_VERBOSE", "0")
 warnings.simplefilter("ignore", DeprecationWarning)
 
-import mxnet as mx  # noqa: E402
-import numpy as np  # noqa: E402
+# Imported before the sections (versions() reports them); mxcompat patches mxnet at once.
+import mxnet  # noqa: E402, F401
+import numpy  # noqa: E402, F401
 
-import mxcompat  # noqa: E402
+import mxcompat  # noqa: E402, F401  (before the sections: they measure it loaded)
+from mxcompat._core import settings  # noqa: E402
+from mxcompat._core.versions import running  # noqa: E402
 
 from . import (  # noqa: E402
     conversion,
@@ -96,16 +99,12 @@ SECTIONS = [
 
 
 def versions():
-    import wrapt
+    import wrapt  # noqa: F401  (reported)
 
-    return {
-        "mxnet": mx.__version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "mxcompat": mxcompat.__version__,
-        "wrapt": wrapt.__version__,
-        "machine": "%s, %d cores" % (platform.machine(), os.cpu_count() or 0),
-    }
+    stack = running()
+    info = dict((n, stack[n]) for n in ("mxnet", "python", "numpy", "mxcompat", "wrapt"))
+    info["machine"] = "%s, %d cores" % (platform.machine(), os.cpu_count() or 0)
+    return info
 
 
 def _config(text):
@@ -146,7 +145,7 @@ def main(argv=None):
     )
     parser.add_argument(
         "--mxnet-src",
-        default=os.environ.get(mxnet_suite.SRC_ENV),
+        default=settings.path(settings.MXNET_SRC),
         help="git directory of apache/mxnet for the suite section "
         "(default $%s; without it that section is skipped)" % mxnet_suite.SRC_ENV,
     )

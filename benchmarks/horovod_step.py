@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 
+from mxcompat._core import settings
 from tools import horovod
 
 from .models import config_label
@@ -31,7 +32,7 @@ def _job(model, size, batch, reps):
         # `mxcompat run`: on Pythons where MXNet imports only with mxcompat, Horovod's launcher
         # checks need it too (docs/horovod.md); the worker itself imports mxcompat first.
         program = [_PROBE, out, model, str(size), str(batch), str(reps), _ROOT]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MXCOMPAT_")}
+        env = settings.environ_without_ours()
         env["OMP_NUM_THREADS"] = "1"
         returncode, log = horovod.run(horovod.command(program, mxcompat_run=[]), env, JOB_TIMEOUT)
         if returncode is None:

@@ -29,13 +29,13 @@ def warm_registry(names, module=None, trainer=None):
     registry change does once (pattern check, thaw check, "nothing to mask" for a Module
     bound frozen).  The interleaving changes the registry between sides, which empties them;
     a training loop sets the registry once and then always hits them."""
-    from mxcompat.freeze import module as freeze_module
     from mxcompat.freeze import registry
-    from mxcompat.freeze import trainer as freeze_trainer
+    from mxcompat.freeze.module import warm
+    from mxcompat.freeze.trainer import trainer_matches
 
     registry.matches(tuple(names))
     if module is not None:
-        freeze_module.warm(module)
+        warm(module)
         # frozen_statistics' per-executor list of frozen aux states, found at the first
         # backward after a registry change.
         from mxcompat.freeze import frozen_statistics
@@ -43,7 +43,7 @@ def warm_registry(names, module=None, trainer=None):
         for executor in module._exec_group.execs:
             frozen_statistics._frozen_aux(executor, registry.state.version)
     if trainer is not None:
-        freeze_trainer.trainer_matches(trainer, trainer._params)
+        trainer_matches(trainer, trainer._params)
     # Settle: MXNet work pushed right after milliseconds of busy Python (a side's patch()
     # or its freeze of every backbone name) waits ~5 ms inside MXNet's own push, for
     # unpatched and native fixed_param_names sides alike (measured with a plain Python

@@ -12,17 +12,17 @@ this stack are the same on both).  `python -m tools.mxnet_suite` judges the
 outcomes, not this."""
 
 import importlib.util
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 
+from mxcompat._core import settings
 from tools import pytest_summary
 
 from ._harness import interleave
 
-SRC_ENV = "MXCOMPAT_MXNET_SRC"
+SRC_ENV = settings.MXNET_SRC
 # Module, Trainer, Gluon: about two minutes per run on two cores (test_gluon is most of it).
 FILES = ("test_module", "test_gluon_trainer", "test_gluon")
 QUICK_FILES = ("test_module", "test_gluon_trainer")
@@ -44,7 +44,7 @@ def _missing():
 def _env():
     # mxcompat's own switches stay out (a stray MXCOMPAT_FREEZE would change the tests);
     # both sides draw the same random numbers (MXNet's common.with_seed reads these).
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MXCOMPAT_")}
+    env = settings.environ_without_ours()
     env.update(
         {
             "MXNET_TEST_SEED": "1234",
@@ -58,7 +58,7 @@ def _env():
 
 
 def run(table, configs, reps, source=None, quick=False):
-    source = source or os.environ.get(SRC_ENV)
+    source = source or settings.path(SRC_ENV)
     if not source:
         print(
             "suite: skipped (no MXNet source: --mxnet-src or $%s names a git directory of "

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from .freeze import is_frozen as is_frozen
     from .freeze import unfreeze as unfreeze
     from .numpy_legacy import numpy_legacy as numpy_legacy
-    from .onnx.export import to_onnx as to_onnx
+    from .onnx.in_memory import to_onnx as to_onnx
     from .torch.convert import to_torch as to_torch
     from .torch.optim import to_torch_optimizer as to_torch_optimizer
 
@@ -89,7 +89,7 @@ _PUBLIC = {
     "quantize": ("convert.quantize", "quantize"),
     "to_gluon": ("convert", "to_gluon"),
     "to_module": ("convert", "to_module"),
-    "to_onnx": ("onnx.export", "to_onnx"),
+    "to_onnx": ("onnx.in_memory", "to_onnx"),
     # torch itself is imported at the first call.
     "to_torch": ("torch.convert", "to_torch"),
     "to_torch_optimizer": ("torch.optim", "to_torch_optimizer"),
@@ -117,7 +117,7 @@ class _Package(type(_sys)):
 _sys.modules[__name__].__class__ = _Package
 
 # The opt-in for users' own NumPy code registers no patch, but reads MXCOMPAT_NUMPY_LEGACY when
-# imported: it is loaded with the patches (whose stacking order is mxcompat.patches.ORDER).
+# imported: it is loaded with the patches (whose stacking order is _core.registry.ORDER).
 _AFTER_PATCHES = ("numpy_legacy",)
 # convert.quantize registers nothing: imported at the first use of `quantize`.
 
@@ -139,9 +139,9 @@ def _load():
         try:
             from importlib import import_module
 
-            from .patches import ORDER, module_of
+            from ._core.registry import ORDER
 
-            for module in tuple(module_of(name) for name in ORDER) + _AFTER_PATCHES:
+            for module in tuple("patches." + name for name in ORDER) + _AFTER_PATCHES:
                 import_module(__name__ + "." + module)
             names = globals()
             for public, (module, attr) in _PUBLIC.items():

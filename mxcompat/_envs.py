@@ -39,7 +39,7 @@ def find_uv(required=True):
         import uv
 
         return uv.find_uv_bin()
-    except Exception:  # pylint: disable=broad-except  (not installed, or no binary in it)
+    except Exception:  # not installed, or no binary in it
         found = shutil.which("uv")
         if found:
             return found

@@ -19,7 +19,7 @@ import warnings
 
 from ._core import hooks, settings
 from ._core.log import warn_once
-from .patches import numpy_names as numpy_compat
+from .patches import numpy_names
 
 ENV = settings.NUMPY_LEGACY
 
@@ -43,7 +43,7 @@ def _asfarray(np):
     return asfarray
 
 
-_SHARED = dict(numpy_compat.NAMES)
+_SHARED = dict(numpy_names.NAMES)
 
 # name -> (factory(numpy) of the value, how the warning names the replacement)
 REPLACEMENTS = {

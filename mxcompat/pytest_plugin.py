@@ -21,7 +21,7 @@ import pytest
 
 import mxcompat
 
-from ._core import facts, registry
+from ._core import facts, registry, versions
 
 # Every patch registered (and the environment's settings applied) at the plugin's import, as
 # always: the header and the traps-handled section name them.
@@ -50,41 +50,20 @@ def pytest_configure(config):
     config.pluginmanager.register(_Traps(config.getoption("mxcompat_strict")), "mxcompat-traps")
 
 
-def _installed(module="mxnet", distribution="mxnet"):
-    """``(version, imported)``: the imported module's version, else the installed
-    distribution's (without importing it), else ``(None, False)``."""
-    mod = sys.modules.get(module)
-    if mod is not None and getattr(mod, "__version__", None):
-        return mod.__version__, True
-    try:
-        from importlib import metadata
-    except ImportError:  # Python 3.7: pytest depends on the backport there
-        import importlib_metadata as metadata
-    try:
-        return metadata.version(distribution), False
-    except metadata.PackageNotFoundError:
-        return None, False
-
-
 def pytest_report_header(config):
-    import wrapt
+    import wrapt  # noqa: F401  (reported)
 
-    version, imported = _installed()
-    numpy_version, _ = _installed("numpy", "numpy")
+    imported = getattr(sys.modules.get("mxnet"), "__version__", None) is not None
+    stack = versions.running(installed=True)
+    names = ("MXNet", "NumPy", "Python", "wrapt")
     lines = [
-        "mxcompat %s: MXNet %s, NumPy %s, Python %s, wrapt %s"
-        % (
-            mxcompat.__version__,
-            version or "(not installed)",
-            numpy_version or "(not installed)",
-            sys.version.split()[0],
-            wrapt.__version__,
-        )
+        "mxcompat %s: %s"
+        % (stack["mxcompat"], versions.stack_line(stack, names, "(not installed)"))
     ]
     if imported:
         try:
             features = facts.build_features()
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             features = "unknown (%s: %s)" % (type(exc).__name__, exc)
         if features is None:
             features = "unknown (mxnet.runtime is MXNet 1.5+)"
@@ -92,16 +71,9 @@ def pytest_report_header(config):
             features = ", ".join(features)
         lines.append("mxcompat: MXNet build features: %s" % features)
         lines.append("mxcompat: active patches: %s" % (", ".join(mxcompat.patched()) or "none"))
-    elif version is not None:
+    elif stack["mxnet"] is not None:
         lines.append("mxcompat: mxnet is not imported yet; the patches land when a test imports it")
     return lines
-
-
-def _release(version):
-    """``'1.5.1.post0'`` -> ``'1.5.1'``: specifiers are matched against the release, so
-    ``<1.5.1`` and ``>1.5.1`` mean what they say for a post release too."""
-    parsed = facts.parse_version(version)
-    return None if parsed is None else ".".join(str(p) for p in parsed)
 
 
 def pytest_runtest_setup(item):
@@ -110,8 +82,9 @@ def pytest_runtest_setup(item):
         return
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-    version, _ = _installed()
-    release = _release(version) if version else None
+    version = versions.running(installed=True)["mxnet"]
+    # Specifiers are matched against the release (facts.release): 1.5.1.post0 is 1.5.1.
+    release = facts.release(version) if version else None
     for marker in markers:
         if len(marker.args) != 1 or not isinstance(marker.args[0], str):
             pytest.fail(

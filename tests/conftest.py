@@ -13,11 +13,14 @@ import textwrap
 
 import pytest
 
+# Imports mxcompat, which mxcompat's pytest plugin has imported already.
+from mxcompat._core import settings
+
 # mxcompat's own switches from the caller's shell (a stray MXCOMPAT_FREEZE) would change what
 # the tests test; each test sets what it means to test.  The test cache and the MXNet-suite
 # runner's source folder are inputs of the tests, not switches.
-_KEPT = ("MXCOMPAT_TEST_CACHE", "MXCOMPAT_MXNET_SRC")
-_stray = [k for k in os.environ if k.startswith("MXCOMPAT_") and k not in _KEPT]
+_KEPT = (settings.TEST_CACHE, settings.MXNET_SRC)
+_stray = sorted(set(os.environ) - set(settings.environ_without_ours(keep=_KEPT)))
 for _name in _stray:
     del os.environ[_name]
 
@@ -63,7 +66,7 @@ def applicable_patches():
     """The patch names ``patch()`` applies here, in stacking order.  Derived from the facts,
     not from the patches' own ``applies_to``, so the tests that compare it with
     ``mxcompat.patched()`` check those too."""
-    numpy_major = int(sys.modules["numpy"].__version__.split(".")[0])
+    numpy_major = facts.parse_version(sys.modules["numpy"].__version__)[0]
     conditional = {
         "onednn_fc_bias": ONEDNN_FC,
         "distutils": sys.version_info >= (3, 12),
@@ -164,7 +167,7 @@ def subprocess_env(env=None):
     """This process's environment less mxcompat's own variables (each test sets what it
     means to test), one OpenMP thread, tracebacks without colour (Python 3.13 colours them
     under FORCE_COLOR), plus ``env``."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MXCOMPAT_")}
+    full_env = settings.environ_without_ours()
     full_env.setdefault("OMP_NUM_THREADS", "1")
     full_env["PYTHON_COLORS"] = "0"
     full_env.update(env or {})

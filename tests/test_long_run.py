@@ -25,6 +25,7 @@ import wrapt
 from mxnet import autograd, gluon
 
 import mxcompat
+from mxcompat._core import facts
 
 STEPS = 500
 CHANGE_EVERY = 5  # the registry changes every 5 steps: freeze, then unfreeze
@@ -32,7 +33,7 @@ UNMATCHED = "nothing_matches_this"  # warns once per model, then is checked at e
 BATCH = 4
 
 _PACKAGE = os.path.dirname(os.path.abspath(mxcompat.__file__))
-_WRAPT = tuple(int(p) for p in wrapt.__version__.split(".")[:2])
+_WRAPT = facts.parse_version(wrapt.__version__)[:2]
 
 
 @pytest.fixture

@@ -82,7 +82,7 @@ def _worker(index, errors, results):
             onnx_ok = mxcompat.to_onnx(net, [(2, 4)]) is not None
         mxcompat.unfreeze(prefix + "dense0_*")
         results[index] = (frozen, before, after, {n: arg[n].asnumpy() for n in arg}, same, onnx_ok)
-    except Exception as exc:  # pylint: disable=broad-except
+    except Exception as exc:
         errors.append((index, exc))
 
 

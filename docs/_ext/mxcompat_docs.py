@@ -20,7 +20,6 @@ from sphinx.util.docutils import SphinxDirective
 
 import mxcompat
 from mxcompat._core import facts, registry, settings, traps, versions
-from mxcompat.patches import ORDER
 
 
 def _release(version):
@@ -77,7 +76,7 @@ def patches_table():
         "| patch | what it fixes | applies to | traps | turn it off |",
         "|---|---|---|---:|---|",
     ]
-    for name in ORDER:
+    for name in registry.ORDER:
         patch = registry.get(name)
         off = "`%s=%s`, `mxcompat run --no-patch %s` or `mxcompat.unpatch(%r)`" % (
             settings.DISABLE_PATCHES,
@@ -104,7 +103,7 @@ def modern_versions_table():
 
 def supported_line():
     """One sentence: the supported range and the Pythons and NumPys tested."""
-    pythons = sorted(set(c.python for c in versions.COMBINATIONS), key=_numeric)
+    pythons = sorted(set(c.python for c in versions.COMBINATIONS), key=facts.parse_version)
     low, high = tested_releases()
     return "mxcompat supports `mxnet %s` (%s … %s), on Python %s … %s.\n" % (
         facts.SUPPORTED,
@@ -113,10 +112,6 @@ def supported_line():
         pythons[0],
         pythons[-1],
     )
-
-
-def _numeric(version):
-    return tuple(int(part) for part in version.split("."))
 
 
 def settings_table():

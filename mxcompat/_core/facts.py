@@ -106,7 +106,7 @@ BATCHNORM_STATS_WRITE_UNORDERED = (1, 3)
 # output names, which 1.3/1.4's SymbolBlock then rejects).
 SYMBOL_ITER_BY_INDEX = (1, 5)
 # NDArray.shape reads MXNDArrayGetShapeEx (int dims, ndim -1 for an unknown shape) from 1.5;
-# before, MXNDArrayGetShape (mx_uint dims).  convert/array_facts.py calls the same one.
+# before, MXNDArrayGetShape (mx_uint dims).  convert/ndarray_c_api.py calls the same one.
 NDARRAY_SHAPE_EX = (1, 5)
 # Builds with 64-bit tensor sizes (runtime feature INT64_TENSOR_SIZE) read and make shapes
 # with the *64 C calls from 1.6 (int64_tensor_size() below); before 1.6 the Python side never
@@ -302,6 +302,14 @@ def parse_version(text):
     if not match:
         return None
     return tuple(int(part or 0) for part in match.groups())
+
+
+def release(text):
+    """The release ``text`` names: ``'1.5.1.post0'`` → ``'1.5.1'``; junk → ``None``.  A post
+    release counts as its release everywhere (a version specifier, the supported table), so
+    ``<1.5.1`` and ``>1.5.1`` mean what they say for 1.5.1.post0 too."""
+    parsed = parse_version(text)
+    return None if parsed is None else ".".join(str(part) for part in parsed)
 
 
 def mxnet_version():

@@ -92,13 +92,13 @@ def _imported(module):
 def _call(callback, module):
     try:
         callback(module)
-    except Exception as exc:  # pylint: disable=broad-except
+    except Exception:
         # Runs inside the user's import: nothing of ours may make it fail.
-        _logger().debug("mxcompat's hook on %s failed", module.__name__, exc_info=True)
-        _warn_once(
+        _step_aside(
             ("post-import-failed", module.__name__, getattr(callback, "__qualname__", "")),
-            "mxcompat could not finish its work after importing %s (%s: %s); %s is imported "
-            "as it is" % (module.__name__, type(exc).__name__, exc, module.__name__),
+            "mxcompat could not finish its work after importing {module} ({error}); {module} "
+            "is imported as it is",
+            module=module.__name__,
         )
 
 
@@ -127,7 +127,7 @@ class MXNetImportFinder:
             elif spec is not None and hasattr(spec.loader, "exec_module"):
                 spec.loader = _HookedLoader(spec.loader, before=False)
             return spec
-        except Exception:  # pylint: disable=broad-except
+        except Exception:
             # A finder must never break the import it watches: the import system asks the
             # other finders itself.
             _logger().debug("mxcompat could not look up %s's spec", fullname, exc_info=True)
@@ -171,6 +171,12 @@ def _warn_once(key, message):
     from .log import warn_once
 
     return warn_once(key, message)
+
+
+def _step_aside(key, message, **values):
+    from .log import step_aside
+
+    return step_aside(key, message, **values)
 
 
 def _real_spec(me, fullname, path, target):
@@ -233,12 +239,10 @@ def _load_patches():
         return
     try:
         _on_import()
-    except Exception as exc:  # pylint: disable=broad-except
-        _logger().debug("mxcompat could not load its patches", exc_info=True)
-        _warn_once(
+    except Exception:
+        _step_aside(
             "load-failed",
-            "mxcompat could not load its patches (%s: %s); mxnet is "
-            "imported unpatched" % (type(exc).__name__, exc),
+            "mxcompat could not load its patches ({error}); mxnet is imported unpatched",
         )
 
 
@@ -247,12 +251,11 @@ def _run_guarded(spec):
     busy.add("mxnet")
     try:
         run_actions(spec)
-    except Exception as exc:  # pylint: disable=broad-except
-        _logger().debug("mxcompat pre-import actions failed", exc_info=True)
-        _warn_once(
+    except Exception:
+        _step_aside(
             "preimport-failed",
-            "mxcompat could not prepare mxnet's import (%s: %s); "
-            "mxnet is imported without the NumPy/distutils fixes" % (type(exc).__name__, exc),
+            "mxcompat could not prepare mxnet's import ({error}); mxnet is imported without "
+            "the NumPy/distutils fixes",
         )
     finally:
         busy.discard("mxnet")
@@ -301,13 +304,12 @@ def run_actions(spec=None):
         for name, action in todo:
             try:
                 action(version)
-            except Exception as exc:  # pylint: disable=broad-except
-                _logger().debug("mxcompat pre-import action %s failed", name, exc_info=True)
-                _warn_once(
+            except Exception:
+                _step_aside(
                     ("preimport-failed", name),
-                    "mxcompat's patch %r could not prepare mxnet's import (%s: %s); "
-                    "mxnet may fail to import or misbehave where it needed it"
-                    % (name, type(exc).__name__, exc),
+                    "mxcompat's patch {name!r} could not prepare mxnet's import ({error}); "
+                    "mxnet may fail to import or misbehave where it needed it",
+                    name=name,
                 )
 
 
@@ -337,6 +339,6 @@ def peek_version(spec=None):
                     match = re.search(_VERSION_RE, f.read(), re.M)
                 if match:
                     return facts.parse_version(match.group(1))
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
         _logger().debug("could not read mxnet's version before importing it", exc_info=True)
     return None

@@ -92,6 +92,19 @@ def warn_once_for(obj, key, message):
     return True
 
 
+def step_aside(key, message, **values):
+    """In an ``except`` block where mxcompat gives up one piece of its work rather than fail the
+    user's import or call: the exception being handled is logged at debug level with its
+    traceback, and ``message`` is warned once under ``key``.  ``message`` is a ``str.format``
+    template of ``values`` and ``error`` (the exception as "Type: text"), which is returned."""
+    exc = sys.exc_info()[1]
+    error = "%s: %s" % (type(exc).__name__, exc)
+    text = message.format(error=error, **values)
+    logger.debug("%s", text, exc_info=True)
+    warn_once(key, text)
+    return error
+
+
 def forget(key):
     """Let the one-time warning ``key`` be issued again."""
     with _once_lock:

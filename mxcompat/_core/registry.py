@@ -18,15 +18,41 @@ from collections import OrderedDict
 
 import wrapt
 
-from ..patches import ORDER
 from . import facts, hooks, settings
-from .log import forget as _forget_warning
-from .log import logger, warn_once
+from .log import forget, logger, step_aside, warn_once
 from .stacking import foreign_wrapper, raw_attribute, restore, wrapped_by
+
+# Every patch mxcompat has (each declared in mxcompat/patches/<name>.py), in the order they
+# stack: the registry keeps this order whatever order the patch modules are imported in.  It
+# lives here, not in the patches' package, because it is the registry's knowledge (register
+# refuses a name it does not hold) and the core imports nothing above it.
+ORDER = (
+    "bare_names",
+    "labels",
+    "onednn_fc_bias",  # below freeze: its Module.bind sees the registry's names among the fixed
+    "freeze",
+    "frozen_statistics",
+    "fixed_param_names",
+    "convert",
+    "distutils",
+    "numpy_names",
+    "numpy2",
+    "ndarray_to_numpy",
+    "unbound_get_params",
+    "int_division",
+    "onnx",
+    "trainer_kvstore_init",
+    "dataloader_teardown",
+    "dataloader_start_method",
+    "dataloader_spawn",  # over dataloader_start_method: both stand in for the same module
+    "scipy_chisquare",
+    "exec_stack",
+    "python_oo",
+)
 
 # RLock: a patch's on_apply may call back into the registry.
 _lock = threading.RLock()
-_registry = OrderedDict()  # name -> Patch, in the order patches stack (patches.ORDER)
+_registry = OrderedDict()  # name -> Patch, in the order patches stack (ORDER)
 _RANK = dict((name, rank) for rank, name in enumerate(ORDER))
 _wanted = set()  # names the user wants active
 _active = OrderedDict()  # name -> [applied target records], in stacking order
@@ -126,10 +152,10 @@ def handled():
 
 
 def register(patch):
-    """Add a patch to the registry (import-time), at its place in ``patches.ORDER``: the
+    """Add a patch to the registry (import-time), at its place in ``ORDER``: the
     stacking order does not depend on which module happened to import which first."""
     if patch.name not in _RANK:
-        raise ValueError("mxcompat: patch %r is not in mxcompat.patches.ORDER" % patch.name)
+        raise ValueError("mxcompat: patch %r is not in mxcompat._core.registry.ORDER" % patch.name)
     with _lock:
         _registry[patch.name] = patch
         for name in sorted(_registry, key=_RANK.__getitem__):
@@ -205,7 +231,7 @@ def patch(*names: str) -> tuple[str, ...]:
             # Named explicitly: try a patch that failed before again (and warn again).
             for name in requested:
                 if _broken.pop(name, None) is not None:
-                    _forget_warning(("patch-failed", name))
+                    forget(("patch-failed", name))
         _ensure_hook()
         _sync()
         return patched()
@@ -260,12 +286,9 @@ def _on_mxnet_import(module):
     try:
         with _lock:
             _sync(module)
-    except Exception as exc:  # pylint: disable=broad-except
-        logger.debug("mxcompat could not patch mxnet", exc_info=True)
-        warn_once(
-            "hook-failed",
-            "mxcompat could not patch mxnet (%s: %s); mxnet is imported "
-            "unpatched" % (type(exc).__name__, exc),
+    except Exception:
+        step_aside(
+            "hook-failed", "mxcompat could not patch mxnet ({error}); mxnet is imported unpatched"
         )
 
 
@@ -320,15 +343,15 @@ def _sync(mx=None):
             continue
         try:
             _apply(name)
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception:
             # One patch that cannot be applied (a target missing in some build, a bug of
             # ours) must not take the others, or the user's `import mxnet`, with it.
-            _broken[name] = "%s: %s" % (type(exc).__name__, exc)
-            logger.debug("patch %s failed", name, exc_info=True)
-            warn_once(
+            _broken[name] = step_aside(
                 ("patch-failed", name),
-                "mxcompat's patch %r could not be applied to mxnet %s (%s), so it is off; "
-                "the other patches are applied" % (name, mx.__version__, _broken[name]),
+                "mxcompat's patch {name!r} could not be applied to mxnet {version} ({error}), "
+                "so it is off; the other patches are applied",
+                name=name,
+                version=mx.__version__,
             )
 
 

@@ -1,8 +1,15 @@
 """Every ``MXCOMPAT_*`` environment variable: its name, how its value is read and the help
-``mxcompat --help`` prints for it.  Only ``os`` is imported: the import hook reads these at
-``import mxcompat``, before anything else of mxcompat is loaded."""
+``mxcompat --help`` prints for it; the environment without them (for a child process that must
+not inherit them); and the one base folder of every cache.  Only ``os`` is imported: the import
+hook reads these at ``import mxcompat``, before anything else of mxcompat is loaded.
+
+The variables only the CI scripts and the tests of the packaging and the docs read
+(``.ci/newroot``'s ``MXCOMPAT_ROOT_*``, ``MXCOMPAT_DIST``, ``MXCOMPAT_DOCS_HTML``) are
+described where they are read."""
 
 import os
+
+PREFIX = "MXCOMPAT_"
 
 DISABLE = "MXCOMPAT_DISABLE"  # a flag: no patch at all
 DISABLE_PATCHES = "MXCOMPAT_DISABLE_PATCHES"  # a list: every patch but these
@@ -16,6 +23,10 @@ MATRIX_CACHE = "MXCOMPAT_MATRIX_CACHE"
 MATRIX_ENV = "MXCOMPAT_MATRIX_ENV"
 # Where the copies of a library that asks for an executable stack go (patches/exec_stack/).
 LIB_CACHE = "MXCOMPAT_LIB_CACHE"
+# The project's own tests and tools: where they cache environments and wheels; a git directory
+# of apache/mxnet, whose test files the MXNet-suite runner and its benchmark run.
+TEST_CACHE = "MXCOMPAT_TEST_CACHE"
+MXNET_SRC = "MXCOMPAT_MXNET_SRC"
 
 # Set in the environment, these make `import mxcompat` load everything at once (a bad value
 # is warned about at import, as always); the others are read when mxnet is imported.
@@ -61,6 +72,21 @@ VARIABLES = (
         "path",
         "DIR",
         "where mxcompat matrix keeps its environments (default ~/.cache/mxcompat/matrix)",
+        False,
+    ),
+    Variable(
+        TEST_CACHE,
+        "path",
+        "DIR",
+        "where mxcompat's own tests and the MXNet-suite runner keep their environments and\n"
+        "wheels (default ~/.cache/mxcompat/tests)",
+        False,
+    ),
+    Variable(
+        MXNET_SRC,
+        "path",
+        "DIR",
+        "a git directory of apache/mxnet: the MXNet-suite runner's and benchmark's test files",
         False,
     ),
     Variable(
@@ -129,3 +155,31 @@ def items(name):
 
 def any_read_at_import():
     return any(os.environ.get(name) for name in READ_AT_IMPORT)
+
+
+def path(name):
+    """The folder or file path variable ``name`` holds (``~`` expanded, made absolute), or
+    ``None`` where it is unset or empty."""
+    value = os.environ.get(name)
+    return os.path.abspath(os.path.expanduser(value)) if value else None
+
+
+def cache_folder(name, variable=None):
+    """Where cache ``name`` lives: the path variable ``variable`` holds if it is set, else
+    ``mxcompat/<name>`` in ``$XDG_CACHE_HOME``, else in ``~/.cache``.  Every cache of the
+    project has that one base: ``matrix`` (mxcompat matrix's environments), ``libs``
+    (exec_stack's library copies), ``tests`` (the tests' and the MXNet-suite runner's
+    environments and wheels), ``horovod`` (the CI's Horovod wheels), ``sid-root``
+    (``.ci/newroot``'s Debian root)."""
+    chosen = path(variable) if variable else None
+    if chosen:
+        return chosen
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "mxcompat", name)
+
+
+def environ_without_ours(keep=()):
+    """A copy of ``os.environ`` without mxcompat's own variables (every ``MXCOMPAT_*`` one but
+    those named in ``keep``): for a child process whose mxcompat must act on what its caller
+    sets, not on a switch inherited from the shell (a stray ``MXCOMPAT_FREEZE``)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(PREFIX) or k in keep}

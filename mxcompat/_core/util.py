@@ -25,7 +25,7 @@ def symbol_arguments(symbol):
     fails in its own words)."""
     try:
         return list(symbol.list_arguments())
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
         return None
 
 

@@ -7,11 +7,18 @@ drift.  Each row was found by installing
 the release on that stack and running it: a release's own pins (1.3.1 and 1.4.1 declare
 ``numpy<1.15``, so Python 3.7 is the newest with wheels) give its first row; the rows beyond
 them install MXNet with ``--no-deps`` beside a newer NumPy, and load through mxcompat.
+
+Also the versions of the stack running now (``running``) and the one line that reports them
+(``stack_line``: ``mxcompat patches``, ``mxcompat check``, the pytest plugin's header).
 """
 
+import platform
+import sys
 from collections import namedtuple
 
 from packaging.version import Version
+
+from . import facts
 
 # What every MXNet wheel requires besides NumPy: installed by hand next to a --no-deps MXNet.
 MXNET_EXTRAS = ("requests<3", "graphviz==0.8.4")
@@ -124,14 +131,50 @@ def by_name(name):
 
 def release_matches(wanted, version):
     """Whether ``wanted`` names the release ``version``: "1.5.1" and "1.5.1.post0" are one
-    release, "1.5" is every 1.5.x."""
+    release (``facts.release``), "1.5" is every 1.5.x."""
     from packaging.version import InvalidVersion
 
     try:
-        prefix = Version(wanted).release
+        prefix = Version(wanted).release  # its numbers, as many as were written
     except InvalidVersion:
         return False
-    return Version(version).release[: len(prefix)] == prefix
+    return facts.parse_version(version)[: len(prefix)] == prefix
+
+
+def running(installed=False):
+    """The versions of this process's stack: ``{"mxcompat", "mxnet", "python", "numpy",
+    "wrapt"}``, each the imported module's ``__version__`` (nothing is imported), ``None``
+    where it is not imported, or with ``installed`` the installed distribution's then."""
+    from .. import __version__
+
+    found = {"mxcompat": __version__, "python": platform.python_version()}
+    for name in ("mxnet", "numpy", "wrapt"):
+        found[name] = getattr(sys.modules.get(name), "__version__", None)
+        if found[name] is None and installed:
+            found[name] = _installed(name)
+    return found
+
+
+def _installed(distribution):
+    try:
+        from importlib import metadata
+    except ImportError:  # Python 3.7: the backport (pytest depends on it there)
+        import importlib_metadata as metadata
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def stack_line(stack, names, missing="-"):
+    """``names`` of ``stack`` (``running()``'s) in one line, each as written with its version
+    (looked up in lower case; ``missing`` where there is none):
+    ``stack_line(s, ("mxnet", "Python", "NumPy", "mxcompat"))`` is
+    ``"mxnet 1.9.1, Python 3.11.2, NumPy 1.23.5, mxcompat 0.1.0"``."""
+    return ", ".join(
+        "%s %s" % (name, missing if stack[name.lower()] is None else stack[name.lower()])
+        for name in names
+    )
 
 
 def wheel_numpy(mxnet):

@@ -91,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
     ) as exc:
         sys.stderr.write("mxcompat onnx: %s\n" % exc)
         return 1
-    except Exception as exc:  # pylint: disable=broad-except
+    except Exception as exc:
         # MXNetError and the like: one line, as above, with the type that says whose it is.
         sys.stderr.write("mxcompat onnx: %s: %s\n" % (type(exc).__name__, exc))
         return 1

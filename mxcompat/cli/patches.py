@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 
-from .. import __version__
-from .._core import facts, registry, traps
+from .._core import facts, registry, traps, versions
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -39,11 +37,8 @@ def main(args: argparse.Namespace) -> int:
                 r["fixes"],
             )
             out.write(line.rstrip() + "\n")  # no description under python -OO
-        v = table["versions"]
-        out.write(
-            "mxnet %s, Python %s, NumPy %s, mxcompat %s\n"
-            % (v["mxnet"] or "-", v["python"], v["numpy"] or "-", v["mxcompat"])
-        )
+        names = ("mxnet", "Python", "NumPy", "mxcompat")
+        out.write(versions.stack_line(table["versions"], names) + "\n")
     if table["error"]:
         sys.stderr.write("mxcompat patches: %s, so no patch applies\n" % table["error"])
         return 1
@@ -82,12 +77,7 @@ def _patch_table():
                 "traps": [t.symptom for t in traps.for_patch(name)],
             }
         )
-    numpy = sys.modules.get("numpy")
-    versions = {
-        "mxcompat": __version__,
-        "mxnet": getattr(mx, "__version__", None),
-        "python": platform.python_version(),
-        "numpy": getattr(numpy, "__version__", None),
-    }
+    stack = versions.running()
+    stack = dict((name, stack[name]) for name in ("mxcompat", "mxnet", "python", "numpy"))
     documented = [t.symptom for t in traps.for_patch(None)]
-    return {"patches": rows, "documented": documented, "versions": versions, "error": error}
+    return {"patches": rows, "documented": documented, "versions": stack, "error": error}

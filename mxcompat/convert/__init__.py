@@ -5,23 +5,12 @@ in memory, copying the weights or sharing them (docs/guide/convert.md says how t
 
 Layout: ``module_to_gluon`` and ``gluon_to_module`` (one direction each), ``graph`` (the
 symbol graphs of both sides: loss heads, a block's graph and parameters), ``params`` (the
-Gluon ``Parameter`` internals that place arrays without copying them); here, the patch.
+Gluon ``Parameter`` internals that place arrays without copying them).  The patch ``convert``
+(the two as methods of ``Module`` and ``HybridBlock``) is declared in
+``mxcompat/patches/convert.py``.
 """
 
-from .._core.registry import Patch, Target, register
 from .gluon_to_module import to_module
 from .module_to_gluon import to_gluon
 
 __all__ = ["to_gluon", "to_module"]
-
-PATCH = "convert"
-register(
-    Patch(
-        PATCH,
-        "Module.to_gluon() and HybridBlock.to_module(): in-memory conversion between the APIs.",
-        targets=[
-            Target("mxnet.module.module", "Module.to_gluon", new=to_gluon),
-            Target("mxnet.gluon.block", "HybridBlock.to_module", new=to_module),
-        ],
-    )
-)

@@ -112,7 +112,7 @@ def _infer_shapes(symbol, shapes, what, where):
     try:
         # The partial form: infer_shape prints its arguments to stdout before raising.
         result = symbol.infer_shape_partial(**shapes)
-    except Exception as err:  # pylint: disable=broad-except
+    except Exception as err:
         # MXNetError's text is a C++ trace; its "Error in operator" line says what is wrong.
         lines = [line.strip() for line in str(err).splitlines() if line.strip()]
         reason = next(

@@ -267,7 +267,7 @@ def _block_graph(block, input_names, where):
     names = list(input_names) if input_names is not None else ["data"]
     try:
         out = block(*[mx.sym.var(n) for n in names])
-    except Exception as err:  # pylint: disable=broad-except
+    except Exception as err:
         raise _fail(
             where,
             "could not build the graph of %s by calling it on %d symbol "

@@ -15,6 +15,7 @@ from .graph import (
     _module_inputs,
     _symbols_iterate_by_index,
 )
+from .model import module_arrays
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore
 
 # Names for annotations only: type checkers take this block as run, Python never runs it.
@@ -23,29 +24,6 @@ if TYPE_CHECKING:
     from mxnet.context import Context
     from mxnet.gluon import HybridBlock
     from mxnet.module import Module
-
-
-def _module_arrays(module, where):
-    """The module's current values: ``({name: [array per device]}, {name: [...]},
-    contexts of those arrays or None if unknown)``."""
-    if not module.params_initialized:
-        raise _fail(
-            where,
-            "the module has no parameters yet: call init_params() or "
-            "set_params(), or load one with Module.load()",
-        )
-    if module.binded:
-        group = module._exec_group
-        arg_dicts = [e.arg_dict for e in group.execs]
-        aux_dicts = [e.aux_dict for e in group.execs]
-        args = {n: [d[n] for d in arg_dicts] for n in group.param_names}
-        auxs = {n: [d[n] for d in aux_dicts] for n in group.aux_names}
-        return args, auxs, list(module._context)
-    return (
-        {n: [a] for n, a in (module._arg_params or {}).items()},
-        {n: [a] for n, a in (module._aux_params or {}).items()},
-        None,
-    )
 
 
 class _Values:
@@ -118,7 +96,7 @@ def to_gluon(
             "its parameters), got %s" % type(block).__name__,
             TypeError,
         )
-    args, auxs, source_contexts = _module_arrays(module, where)
+    args, auxs, source_contexts = module_arrays(module, where)
     if not copy and contexts is not None:
         have = {a.context for arrays in args.values() for a in arrays}
         if have != set(contexts):

@@ -6,7 +6,7 @@ MXNet 1.3.1 ... 1.9.1) with arrays already where they belong.
 """
 
 from .._core import facts
-from . import array_facts
+from . import ndarray_c_api
 from ._common import _mx
 
 
@@ -30,7 +30,7 @@ class _Placement:
     marks every gradient for autograd in one ``autograd.mark_variables`` call."""
 
     def __init__(self):
-        self._facts = array_facts.reader()
+        self._reader = ndarray_c_api.reader()
         self._marks = []
         # From 1.5 Parameter.dtype is a property whose setter casts the data; before, a plain
         # attribute.  Either way only the record is wanted here: the arrays already have it.
@@ -39,9 +39,9 @@ class _Placement:
     def install(self, param, arrays, contexts=None, grads=None):
         """Make ``arrays`` (one per context) the data of ``param`` through Gluon's own
         ``_init_impl``, without copying.  Gradient buffers are reused when given, else
-        allocated unfilled (``array_facts``)."""
-        reader = self._facts
-        shape, dtype, first_ctx = reader.facts(arrays[0])
+        allocated unfilled (``ndarray_c_api``)."""
+        reader = self._reader
+        shape, dtype, first_ctx = reader.read(arrays[0])
         if contexts is None:
             contexts = [first_ctx] if len(arrays) == 1 else reader.contexts(arrays)
         param._shape = shape

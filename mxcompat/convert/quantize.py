@@ -13,7 +13,6 @@ interpreter at bind, so ``quantize`` refuses them up front with the reason.
 from __future__ import annotations
 
 from .._core import facts
-from . import to_module
 from ._common import (
     _check_bind_shapes,
     _check_contexts,
@@ -22,7 +21,7 @@ from ._common import (
     _fail,
     _names,
 )
-from .graph import _inference_symbol
+from .model import model_graph
 
 # Names for annotations only: type checkers take this block as run, Python never runs it.
 TYPE_CHECKING = False
@@ -101,12 +100,12 @@ def quantize(
 ) -> Module:
     """Quantize ``model`` and return a ``Module`` of the quantized graph.
 
-    ``model``: a ``Module`` with parameters, a ``HybridBlock`` (converted with
-    ``to_module(copy=False)``: nothing copied) or a ``(symbol, arg_params, aux_params)``
-    tuple.  Loss heads are replaced by their inference op first (as in ``to_gluon``), so the
-    quantized module needs no label.  ``calib_data``: a ``DataIter`` or an array (or a list of
-    arrays, one per input) for ``calib_mode='naive'`` (min/max of each layer's output) or
-    ``'entropy'``; ``calib_mode='none'`` needs none.  ``ctx`` (default CPU) runs the
+    ``model``: a ``Module`` with parameters, a ``HybridBlock`` (its graph and its own arrays:
+    nothing copied) or a ``(symbol, arg_params, aux_params)`` tuple.  Loss heads are replaced
+    by their inference op first (as in ``to_gluon``), so the quantized module needs no label.
+    ``calib_data``: a ``DataIter`` or an array (or a list of arrays, one per input) for
+    ``calib_mode='naive'`` (min/max of each layer's output) or ``'entropy'``;
+    ``calib_mode='none'`` needs none.  ``ctx`` (default CPU) runs the
     calibration; on CPU ``quantize_model_mkldnn`` is used (fused oneDNN graph), elsewhere
     ``quantize_model``.  Further keyword arguments go to that MXNet function.
 
@@ -158,44 +157,12 @@ def quantize(
             % (_names(unknown), mx.__version__, _function_name(ctx)),
             TypeError,
         )
-    if isinstance(model, mx.gluon.HybridBlock):
-        model = to_module(model, data_names=data_names, copy=False)
-    if isinstance(model, mx.mod.Module):
-        if not model.params_initialized:
-            raise ValueError("mxcompat.quantize: the module has no parameters yet")
-        symbol = model.symbol
-        data_names = list(model.data_names)
-        if model.binded or facts.since(facts.UNBOUND_GET_PARAMS):
-            arg_params, aux_params = model.get_params()
-        else:
-            arg_params, aux_params = model._arg_params, model._aux_params
-    else:
-        try:
-            symbol, arg_params, aux_params = model
-        except (TypeError, ValueError):
-            raise TypeError(
-                "mxcompat.quantize: expected a Module, a HybridBlock or a "
-                "(symbol, arg_params, aux_params) tuple, got %s" % type(model).__name__
-            ) from None
-        if not (
-            isinstance(symbol, mx.sym.Symbol)
-            and isinstance(arg_params, dict)
-            and isinstance(aux_params, dict)
-        ):
-            raise TypeError(
-                "mxcompat.quantize: a (symbol, arg_params, aux_params) tuple holds "
-                "a Symbol and two dicts, not (%s)" % ", ".join(type(p).__name__ for p in model)
-            )
-        data_names = list(data_names or ["data"])
     if quantized_dtype == "auto" and not facts.since(facts.QUANTIZE_AUTO_DTYPE):
         raise ValueError(
             "mxcompat.quantize: quantized_dtype='auto' needs MXNet 1.5 or later "
             "(this is %s); use 'int8' or 'uint8'" % mx.__version__
         )
-    symbol = _inference_symbol(symbol)
-    names = set(symbol.list_arguments())
-    arg_params = {k: v for k, v in arg_params.items() if k in names}
-    aux_params = dict(aux_params)
+    symbol, arg_params, aux_params, data_names = model_graph(model, where, data_names)
 
     calib_data = _calib_iter(mx, calib_data, data_names)
     shapes = None

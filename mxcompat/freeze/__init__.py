@@ -6,7 +6,7 @@ How each path is held, and why there:
 - Frozen before a training ``Module.bind``: the frozen names join that bind's
   ``fixed_param_names``, so MXNet itself gives them ``grad_req='null'`` and allocates no
   gradient (the cost of the native way).  Except a FullyConnected weight whose bias trains, on
-  the oneDNN builds from 1.7 (``_compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS``): ``'null'`` there
+  the oneDNN builds from 1.7 (``facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS``): ``'null'`` there
   would stop the bias nobody froze, so that weight keeps its gradient and the update skip
   holds it (``onednn_fc_bias.null_would_stop_bias``; whatever ``MXNET_MKLDNN_ENABLED`` says,
   since MXNet reads it once).
@@ -24,21 +24,19 @@ How each path is held, and why there:
   ``grad_req == 'null'`` for the update only (its own ``grad_req`` is untouched).
 
 Layout: ``registry`` (the patterns and their version counter, which every cache keys on),
-``module`` (bind, the rebind after a registry change, and the Module update functions),
-``trainer`` (Gluon's Trainer), ``report`` (``frozen_report``); here, ``MXCOMPAT_FREEZE``
-and the patch.  BatchNorm statistics are held by the patch ``frozen_statistics``, and
-``Module._fixed_param_names`` lists the registry's names through the patch
-``fixed_param_names``.
+``binding`` (bind, and the rebind after a registry change), ``module`` (the Module update
+functions), ``trainer`` (Gluon's Trainer), ``report`` (``frozen_report``), ``frozen_statistics``,
+``fixed_param_names`` and ``onednn_fc_bias`` (the wrappers of the patches of those names);
+here, ``MXCOMPAT_FREEZE``.  Each patch is declared in ``mxcompat/patches/<name>.py``: ``freeze``
+(the update paths above), ``frozen_statistics`` (BatchNorm statistics held),
+``fixed_param_names`` (``Module._fixed_param_names`` lists the registry's names) and
+``onednn_fc_bias``.
 """
 
 from .._core import settings
 from .._core.log import warn
-from .._core.registry import Patch, Target, register
-from .binding import wrap_install_monitor, wrap_module_bind, wrap_module_forward
-from .module import wrap_container_update, wrap_module_update, wrap_update_fn
 from .registry import freeze, frozen, frozen_patterns, is_frozen, unfreeze
 from .report import FrozenReport, frozen_report
-from .trainer import wrap_trainer
 
 __all__ = [
     "freeze",
@@ -74,36 +72,3 @@ def _freeze_from_env():
 
 
 _freeze_from_env()
-
-
-# --- the patch --------------------------------------------------------------------------------
-
-PATCH = "freeze"
-register(
-    Patch(
-        PATCH,
-        "The mxcompat.freeze registry: frozen parameters are never updated, on every path.",
-        targets=[
-            Target("mxnet.model", "_update_params", wrap_update_fn),
-            Target("mxnet.model", "_update_params_on_kvstore", wrap_update_fn),
-            Target("mxnet.model", "_update_params_on_kvstore_nccl", wrap_update_fn, optional=True),
-            # mxnet/module/module.py imports its own references to these (`from ..model import`,
-            # in every release), so wrapping mxnet.model's alone leaves Module.update unfrozen.
-            Target("mxnet.module.module", "_update_params", wrap_update_fn),
-            Target("mxnet.module.module", "_update_params_on_kvstore", wrap_update_fn),
-            Target("mxnet.module.module", "Module.bind", wrap_module_bind),
-            Target("mxnet.module.module", "Module.update", wrap_module_update),
-            # Frozen or unfrozen after bind: the next forward rebinds (binding.settle).
-            Target("mxnet.module.module", "Module.forward", wrap_module_forward),
-            Target("mxnet.module.module", "Module.install_monitor", wrap_install_monitor),
-            Target(
-                "mxnet.module.bucketing_module", "BucketingModule.update", wrap_container_update
-            ),
-            Target(
-                "mxnet.module.sequential_module", "SequentialModule.update", wrap_container_update
-            ),
-            Target("mxnet.gluon.trainer", "Trainer._allreduce_grads", wrap_trainer(False)),
-            Target("mxnet.gluon.trainer", "Trainer._update", wrap_trainer(True)),
-        ],
-    )
-)

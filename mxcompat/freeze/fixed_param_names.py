@@ -13,22 +13,17 @@ Inside ``Module.bind`` and ``BucketingModule.bind``/``switch_bucket`` MXNet read
 attribute to choose ``grad_req`` and to build bucket modules: there it reads the module's own
 names only, because the ``freeze`` patch decides what the registry adds to a bind (and a
 bucket module must not turn today's registry into its own fixed names).  Patch name
-``fixed_param_names``.
+``fixed_param_names``, declared in ``mxcompat/patches/fixed_param_names.py`` with these
+wrappers.
 """
 
 import threading
 
-from .._core.registry import Patch, Target, is_active, register
+from .._core.registry import is_active
 from . import registry
 from .module import module_param_names
 
-PATCH = "fixed_param_names"
-DOC = (
-    "module._fixed_param_names lists the module's fixed names and the parameters the "
-    "mxcompat.freeze registry matches (Module, BucketingModule)."
-)
-
-_ATTR = "_fixed_param_names"
+ATTR = "_fixed_param_names"
 _local = threading.local()  # .depth: inside MXNet's own bind/switch_bucket
 
 
@@ -76,14 +71,14 @@ class FixedNames(list):
         self.own.remove(name)
 
 
-class _FixedNamesAttribute:
+class FixedNamesAttribute:
     """Data descriptor on the class: the value is kept in the instance ``__dict__`` under the
     same name, so removing the descriptor (``unpatch``) leaves plain MXNet attributes."""
 
     def __get__(self, instance, owner):
         if instance is None:
             return self
-        own = instance.__dict__.get(_ATTR)
+        own = instance.__dict__.get(ATTR)
         if (
             own is None
             or getattr(_local, "depth", 0)
@@ -103,41 +98,20 @@ class _FixedNamesAttribute:
     def __set__(self, instance, value):
         if isinstance(value, FixedNames):
             value = list(value.own)
-        instance.__dict__[_ATTR] = value
+        instance.__dict__[ATTR] = value
 
     def __delete__(self, instance):
-        del instance.__dict__[_ATTR]
+        del instance.__dict__[ATTR]
 
 
 def own_fixed_names(module):
     """The module's own fixed names, whether or not this patch is on."""
-    return module.__dict__.get(_ATTR)
+    return module.__dict__.get(ATTR)
 
 
-def _mxnet_internal(wrapped, instance, args, kwargs):
+def mxnet_internal(wrapped, instance, args, kwargs):
     _local.depth = getattr(_local, "depth", 0) + 1
     try:
         return wrapped(*args, **kwargs)
     finally:
         _local.depth -= 1
-
-
-register(
-    Patch(
-        PATCH,
-        DOC,
-        targets=[
-            Target("mxnet.module.module", "Module." + _ATTR, new=_FixedNamesAttribute()),
-            Target(
-                "mxnet.module.bucketing_module",
-                "BucketingModule." + _ATTR,
-                new=_FixedNamesAttribute(),
-            ),
-            Target("mxnet.module.module", "Module.bind", _mxnet_internal),
-            Target("mxnet.module.bucketing_module", "BucketingModule.bind", _mxnet_internal),
-            Target(
-                "mxnet.module.bucketing_module", "BucketingModule.switch_bucket", _mxnet_internal
-            ),
-        ],
-    )
-)

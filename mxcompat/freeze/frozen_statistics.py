@@ -5,7 +5,7 @@ variance keeps it bit for bit through training, on Module and Gluon.
 BatchNorm statistics (a Module's aux states ``*_moving_mean``/``*_moving_var``, a Gluon
 block's ``running_mean``/``running_var`` parameters) are not updated by an optimizer: the
 BatchNorm operator itself moves them, during the *backward* of a training step, on every
-1.x release (``_compat.BATCHNORM_STATS_MOVE_IN_BACKWARD``; the training forward leaves them,
+1.x release (``facts.BATCHNORM_STATS_MOVE_IN_BACKWARD``; the training forward leaves them,
 the tests check both).  So this patch works around the backward only:
 
 - ``Executor.backward`` (every Module, BucketingModule, SequentialModule and FeedForward
@@ -21,7 +21,7 @@ were.  Unfrozen, a statistic moves again from the next backward.  An empty regis
 check per backward.  Copies are made only of frozen statistics (vectors, one per BatchNorm
 channel); the copy is waited for before the backward starts, because MXNet up to 1.7 does not
 order a read of the statistics before the backward that writes them
-(``_compat.GLUON_AUX_WRITES_ORDERED``).
+(``facts.GLUON_AUX_WRITES_ORDERED``).
 
 A Gluon statistic is a Parameter built ``differentiable=False`` (``nn.BatchNorm``'s) or an
 auxiliary state of a ``SymbolBlock``'s graph (``SymbolBlock.imports``, ``to_gluon``), which
@@ -29,21 +29,15 @@ SymbolBlock builds ``grad_req='null'`` but differentiable, like a weight the use
 are known from their construction (``Parameter.__init__``, ``SymbolBlock.__init__``, kept
 weakly), so one built while this patch was off is not held.  A statistic whose deferred
 initialisation has not happened yet (before the first forward) has nothing to hold.
-Patch name ``frozen_statistics``.
+Patch name ``frozen_statistics``, declared in ``mxcompat/patches/frozen_statistics.py`` with
+these wrappers.
 """
 
 import functools
 import threading
 import weakref
 
-from .._core.registry import Patch, Target, register
 from . import registry
-
-PATCH = "frozen_statistics"
-DOC = (
-    "BatchNorm running statistics matched by mxcompat.freeze stay bit for bit through "
-    "training backwards (Module aux states, Gluon running_mean/running_var)."
-)
 
 
 class _State:
@@ -68,7 +62,7 @@ class _State:
 _state = _State()
 
 
-def _tracking_parameters(original):
+def tracking_parameters(original):
     """``Parameter.__init__``, then a statistic (built ``differentiable=False``) is known.  A
     plain function naming the original in ``__wrapped__``: Gluon builds one Parameter per
     weight and statistic (a ResNet-50: 320), and a wrapt wrapper plus a weak reference to each
@@ -83,7 +77,7 @@ def _tracking_parameters(original):
     return __init__
 
 
-def _track_symbol_block(wrapped, instance, args, kwargs):
+def track_symbol_block(wrapped, instance, args, kwargs):
     result = wrapped(*args, **kwargs)
     _track(_state.symbol_blocks, instance)
     return result
@@ -166,14 +160,14 @@ def _hold(arrays, version, run):
                 s.copyto(a)
 
 
-def _wrap_executor_backward(wrapped, instance, args, kwargs):
+def wrap_executor_backward(wrapped, instance, args, kwargs):
     if not registry.state.patterns:
         return wrapped(*args, **kwargs)
     version = registry.state.version
     return _hold(_frozen_aux(instance, version), version, lambda: wrapped(*args, **kwargs))
 
 
-def _wrap_autograd_backward(wrapped, instance, args, kwargs):
+def wrap_autograd_backward(wrapped, instance, args, kwargs):
     if not registry.state.patterns:
         return wrapped(*args, **kwargs)
     version = registry.state.version
@@ -184,19 +178,3 @@ def _wrap_autograd_backward(wrapped, instance, args, kwargs):
         if data is not None:  # None: deferred initialisation not done yet
             arrays.extend(data)
     return _hold(arrays, version, lambda: wrapped(*args, **kwargs))
-
-
-register(
-    Patch(
-        PATCH,
-        DOC,
-        targets=[
-            Target("mxnet.executor", "Executor.backward", _wrap_executor_backward),
-            Target("mxnet.gluon.parameter", "Parameter.__init__", proxy=_tracking_parameters),
-            Target("mxnet.gluon.block", "SymbolBlock.__init__", _track_symbol_block),
-            Target("mxnet.ndarray.ndarray", "NDArray.backward", _wrap_autograd_backward),
-            Target("mxnet.autograd", "backward", _wrap_autograd_backward),
-            Target("mxnet.autograd", "grad", _wrap_autograd_backward),
-        ],
-    )
-)

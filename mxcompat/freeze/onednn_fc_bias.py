@@ -26,7 +26,8 @@ active keeps the hold after ``unpatch`` until it is reshaped: rebind it
 (``force_rebind=True``) to get MXNet's own ``'null'``.
 
 ``mxcompat.freeze`` uses the same rule (``null_would_stop_bias``) for the names it freezes,
-whether or not this patch is active: the registry only ever fixes what was frozen.
+whether or not this patch is active: the registry only ever fixes what was frozen.  The patch
+is declared in ``mxcompat/patches/onednn_fc_bias.py``.
 """
 
 import contextlib
@@ -36,15 +37,10 @@ import weakref
 
 from .._core import facts
 from .._core.log import logger
-from .._core.registry import Patch, Target, record, register
+from .._core.registry import record
 from .._core.util import bind_arguments
 
-PATCH = "onednn_fc_bias"
-# Not __doc__: it is None under python -OO.
-DOC = (
-    "fixed_param_names keeps an FC weight fixed without stopping its bias (oneDNN builds, "
-    "MXNet >= 1.7, CPU contexts)."
-)
+PATCH = "onednn_fc_bias"  # the patch these wrappers serve (mxcompat/patches/onednn_fc_bias.py)
 
 
 def affected_build():
@@ -107,7 +103,7 @@ def null_would_stop_bias(symbol, fixed, contexts, grad_req="write"):
     )
 
 
-# --- the patch ---------------------------------------------------------------------------
+# --- the patch's wrappers ------------------------------------------------------------------
 
 _local = threading.local()  # .added: freeze's names in fixed_param_names, for one bind
 
@@ -137,7 +133,7 @@ def _hold(group, names):
             group.grad_arrays[i] = [None] * len(group.grad_arrays[i])
 
 
-def _wrap_bind(wrapped, instance, args, kwargs):
+def wrap_bind(wrapped, instance, args, kwargs):
     fixed = instance._fixed_param_names
     if not fixed:
         return wrapped(*args, **kwargs)
@@ -171,24 +167,9 @@ def _wrap_bind(wrapped, instance, args, kwargs):
     return result
 
 
-def _wrap_reshape(wrapped, instance, args, kwargs):
+def wrap_reshape(wrapped, instance, args, kwargs):
     result = wrapped(*args, **kwargs)
     held = _held.get(instance)
     if held is not None and held[0] is instance._exec_group:
         _hold(*held)
     return result
-
-
-# MKLDNN builds only (when=has_mkldnn).
-register(
-    Patch(
-        PATCH,
-        DOC,
-        when=facts.has_mkldnn,
-        targets=[
-            Target("mxnet.module.module", "Module.bind", _wrap_bind),
-            Target("mxnet.module.module", "Module.reshape", _wrap_reshape),
-        ],
-        since=facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS,
-    )
-)

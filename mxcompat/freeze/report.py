@@ -118,7 +118,7 @@ def _dtype_name(dtype):
         import numpy as np
 
         return np.dtype(dtype).name
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
         return str(dtype)
 
 

@@ -9,7 +9,7 @@ import sys
 from .._core import facts
 from .._core.scope import SharedScope
 from ..convert._common import _mx
-from .exporter import _import_onnxruntime
+from .mxnet_exporter import _import_onnxruntime
 
 
 def _mxnet_outputs(symbol, params, feed):
@@ -62,7 +62,7 @@ def _verify(model, symbol, params, inputs, shapes, rtol, atol):
     expected = _mxnet_outputs(symbol, params, feed)
     try:
         names, actual = _onnx_outputs(model, feed)
-    except Exception as err:  # pylint: disable=broad-except
+    except Exception as err:
         # onnxruntime's own exception types differ between its releases.
         raise AssertionError(
             "mxcompat.to_onnx: onnxruntime %s cannot run the model MXNet %s's exporter wrote "
@@ -159,7 +159,7 @@ def _first_difference(model, symbol, params, feed, rtol, atol):
         with _no_subgraph_backend():
             expected = dict(zip(wanted, _mxnet_outputs(probe_symbol, params, feed)))
         names, actual = _onnx_outputs(probe, feed)
-    except Exception as err:  # pylint: disable=broad-except
+    except Exception as err:
         return "the intermediate outputs could not be compared (%s: %s)" % (type(err).__name__, err)
     got = dict(zip(names, actual))
     ops = {n["name"]: n["op"] for n in json.loads(symbol.tojson())["nodes"]}

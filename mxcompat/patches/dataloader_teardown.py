@@ -87,7 +87,7 @@ def _wrap_del(wrapped, instance, args, kwargs):
         return wrapped(*args, **kwargs)
     try:
         retire(pool)
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
         # Never worse than MXNet: whatever went wrong, its own teardown still runs.
         return wrapped(*args, **kwargs)
     record(PATCH)

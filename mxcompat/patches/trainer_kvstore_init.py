@@ -1,7 +1,7 @@
 """A distributed Gluon ``Trainer`` starts every worker from the same weights (every release;
 the race is likely from MXNet 1.7).
 
-From 1.7 (``_compat.TRAINER_LAZY_KVSTORE_RACE``) ``Trainer._init_params`` hands each parameter
+From 1.7 (``facts.TRAINER_LAZY_KVSTORE_RACE``) ``Trainer._init_params`` hands each parameter
 to a distributed kvstore with ``kvstore.broadcast`` (rank 0 pushes it, then every worker pulls
 it back into its weights), and ``_allreduce_grads`` sums the gradients with ``pushpull``.  When
 the kvstore is set up lazily inside the first ``step()`` (or ``allreduce_grads()``/

@@ -11,7 +11,8 @@ import numbers
 import sys
 
 from ..convert._common import _check_flag, _fail, _mx, _names
-from ..onnx.export import _shape_list, _source
+from ..convert.model import model_graph
+from ..onnx.in_memory import _known_shapes, _shape_list
 from . import codegen
 
 TYPE_CHECKING = False
@@ -88,7 +89,9 @@ def _analyse(model):
     """(symbol, {name: NDArray}, data input names, known shapes, frozen names)."""
     if _is_checkpoint(model):
         model = _checkpoint(model)
-    symbol, params, inputs, known = _source(model, WHERE, inference=False)
+    symbol, arg_params, aux_params, inputs = model_graph(model, WHERE, inference=False)
+    params = dict(arg_params, **aux_params)
+    known = _known_shapes(model)
     return model, symbol, params, inputs, known
 
 

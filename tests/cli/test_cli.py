@@ -338,7 +338,7 @@ def _numpy_fixes_here():
     of a 1-element array refused in 2.4)."""
     import numpy
 
-    version = tuple(int(p) for p in numpy.__version__.split(".")[:2])
+    version = facts.parse_version(numpy.__version__)[:2]
     names = []
     if version >= (2, 0):
         names += ["NEP 51 scalar reprs in operator parameters", "NEP 50 metric sums in float64"]
@@ -365,7 +365,7 @@ def test_check_lists_the_numpy_fixes_in_use():
 def test_check_numpy_fixes_fail_with_their_patches_off():
     import numpy
 
-    numpy2 = int(numpy.__version__.split(".")[0]) >= 2
+    numpy2 = facts.parse_version(numpy.__version__)[0] >= 2
     # On NumPy 2 the first scenario (NEP 51) needs numpy2; on NumPy 1 only NDArray.__array__
     # applies.
     proc = mxcompat_cmd(
@@ -380,7 +380,7 @@ def test_check_numpy_fixes_fail_with_their_patches_off():
             "AssertionError: NEP 51 scalar reprs in operator parameters: MXNetError: "
         )
         assert "value='(np.int64(3), np.int64(2))'" in result["detail"]
-    elif tuple(int(p) for p in numpy.__version__.split(".")[:2]) >= (1, 24):
+    elif facts.parse_version(numpy.__version__)[:2] >= (1, 24):
         # NumPy 1.24 ... 1.26 refuse the opaque sequence as NumPy 2 does.
         assert result["detail"] == (
             "AssertionError: NDArray.__array__ (np.asarray gets the numbers): ValueError: "

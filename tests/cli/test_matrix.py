@@ -17,7 +17,7 @@ from conftest import ROOT
 from support.reference_env import cache_dir
 
 from mxcompat import _envs, cli
-from mxcompat._core import versions
+from mxcompat._core import settings, versions
 from mxcompat.cli.matrix import runner
 from mxcompat.cli.matrix._common import FAILED, PASSED, SKIPPED
 from mxcompat.cli.matrix.display import LiveDisplay, PlainDisplay
@@ -32,7 +32,7 @@ try:
     import uv as _uv
 
     _UV = _uv.find_uv_bin()
-except Exception:  # pylint: disable=broad-except
+except Exception:
     _UV = None
 
 needs_uv = pytest.mark.skipif(
@@ -46,7 +46,7 @@ def _python311():
 
 
 def run_matrix(args, cwd, env=None, timeout=600):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MXCOMPAT_")}
+    full_env = settings.environ_without_ours()
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "mxcompat", "matrix"] + args,

@@ -785,7 +785,7 @@ def test_threads_converting_at_once_leave_symbol_iteration_as_mxnet_has_it():
             for _ in range(5):
                 block = mod.to_gluon()
                 outs.append(block(x).asnumpy())
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             errors.append(exc)
 
     assert run_threads(convert, 8, 120) == [], "a thread hung"
@@ -813,7 +813,7 @@ def test_symbol_iteration_swaps_overlapping_out_of_order_restore_mxnets_own():
     assert vars(mx.sym.Symbol)["__iter__"] is own
 
 
-# --- array facts: MXNet's C API read directly, the same answers as MXNet's properties ------------
+# --- NDArrays read through MXNet's C API: the same answers as MXNet's properties ------------------
 
 
 def _fact_arrays():
@@ -823,31 +823,31 @@ def _fact_arrays():
     return [mx.nd.ones(s, ctx=c, dtype=d) for d in dtypes for s in shapes for c in contexts]
 
 
-def test_array_facts_match_mxnets_own_properties():
+def test_ndarray_c_api_matches_mxnets_own_properties():
     from mxcompat._core import facts
-    from mxcompat.convert import array_facts
+    from mxcompat.convert import ndarray_c_api
 
     # The pip wheels of every release are built with 32-bit shapes: the direct reader runs.
     assert facts.int64_tensor_size() is False
-    direct, own = array_facts.reader(), array_facts._Properties()
-    assert type(direct) is array_facts._Direct
+    direct, own = ndarray_c_api.reader(), ndarray_c_api._Properties()
+    assert type(direct) is ndarray_c_api._Direct
     arrays = _fact_arrays()
     for a in arrays:
-        seen = direct.facts(a)
-        assert seen == own.facts(a) == (a.shape, a.dtype, a.context)
+        seen = direct.read(a)
+        assert seen == own.read(a) == (a.shape, a.dtype, a.context)
         assert type(seen[1]) is type(a.dtype) and isinstance(seen[2], mx.Context)
     assert direct.contexts(arrays) == own.contexts(arrays)
     # One Context object per device, as a bound module's contexts are one list.
-    assert direct.facts(arrays[0])[2] is direct.facts(arrays[2])[2]
+    assert direct.read(arrays[0])[2] is direct.read(arrays[2])[2]
 
 
 @pytest.mark.parametrize("reader", ["_Direct", "_Properties"])
 def test_unallocated_gradients_take_the_shape_dtype_and_context_asked(reader):
-    from mxcompat.convert import array_facts
+    from mxcompat.convert import ndarray_c_api
 
-    made = getattr(array_facts, reader)()
+    made = getattr(ndarray_c_api, reader)()
     for a in _fact_arrays():
-        shape, dtype, ctx = made.facts(a)
+        shape, dtype, ctx = made.read(a)
         grad = made.unallocated(shape, dtype, ctx)
         assert type(grad) is mx.nd.NDArray
         assert (grad.shape, grad.dtype, grad.context) == (a.shape, a.dtype, a.context)

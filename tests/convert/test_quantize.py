@@ -2,7 +2,7 @@
 
 MXNet's quantized CPU paths can kill the interpreter (1.3-1.5 segfault at bind, 1.7 aborts
 on int8), so every quantization runs in a subprocess.  Quantized CPU graphs only run in the
-MKLDNN builds, and are tested from 1.8 (``_compat.QUANTIZED_CPU``): whether 1.7's oneDNN runs
+MKLDNN builds, and are tested from 1.8 (``facts.QUANTIZED_CPU``): whether 1.7's oneDNN runs
 them depends on the CPU ("x2APIC is not supported" on AMD EPYC VMs, int8 aborts elsewhere).
 """
 

@@ -14,8 +14,10 @@ import pytest
 from conftest import MX_VERSION, applicable_patches, mxcompat_cmd, plain_import_works, run_python
 from conftest import write as write_file
 
+from mxcompat._core import facts
+
 NUMPY = sys.modules["numpy"]
-NUMPY_MAJOR = int(NUMPY.__version__.split(".")[0])
+NUMPY_MAJOR = facts.parse_version(NUMPY.__version__)[0]
 
 # The orders a user can write; OPT_IN is where `mxcompat.numpy_legacy(True)` goes when the
 # API is the way in (right after `import mxcompat`).

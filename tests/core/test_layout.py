@@ -1,5 +1,5 @@
-"""The package's layout keeps its promises: ``patches.ORDER`` is the registry, every patch
-lives under its own name, and the wheel carries every subpackage."""
+"""The package's layout keeps its promises: ``registry.ORDER`` is the registry, every patch
+lives in ``patches/`` under its own name, and the wheel carries every subpackage."""
 
 import importlib
 import os
@@ -9,15 +9,16 @@ import pytest
 from conftest import ROOT, run_python
 
 import mxcompat
-from mxcompat import _envs, patches
+from mxcompat import _envs
+from mxcompat._core import registry
 from mxcompat.cli.matrix import runner
 
 PACKAGE = os.path.join(ROOT, "mxcompat")
 
 
 def test_order_is_the_registry():
-    assert mxcompat.patch_names() == patches.ORDER
-    assert len(set(patches.ORDER)) == len(patches.ORDER)
+    assert mxcompat.patch_names() == registry.ORDER
+    assert len(set(registry.ORDER)) == len(registry.ORDER)
 
 
 def test_every_patch_lives_under_its_name():
@@ -28,9 +29,9 @@ def test_every_patch_lives_under_its_name():
         if (f.endswith(".py") and f != "__init__.py")
         or os.path.isfile(os.path.join(folder, f, "__init__.py"))  # a patch in parts
     )
-    assert in_folder == sorted(set(patches.ORDER) - set(patches.HOMES))
-    for name in patches.ORDER:
-        module = importlib.import_module("mxcompat." + patches.module_of(name))
+    assert in_folder == sorted(registry.ORDER)
+    for name in registry.ORDER:
+        module = importlib.import_module("mxcompat.patches." + name)
         assert module.__name__.rsplit(".", 1)[-1] == name
         assert module.PATCH == name
 

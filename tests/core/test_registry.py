@@ -8,6 +8,7 @@ import mxnet as mx  # noqa: E402  (after mxcompat)
 import pytest
 
 import mxcompat
+from mxcompat._core import facts
 
 # Prepended to each subprocess: a map of every patched attribute to the mxcompat wrappers
 # stacked on it, outermost first.
@@ -628,7 +629,7 @@ def test_unpatch_restores_exact_originals_with_mxcompat_imported_first(python):
         import mxcompat
         import mxnet
         from mxcompat._core import registry as P
-        from mxcompat.patches import numpy_names as numpy_compat
+        from mxcompat.patches import numpy_names
         expected = {}
         for name, records in P._active.items():      # lowest patch first
             for parent, attr, owned, original, installed in records:
@@ -639,7 +640,7 @@ def test_unpatch_restores_exact_originals_with_mxcompat_imported_first(python):
                     obj = obj.__wrapped__
                 # (an attribute mxcompat added, or one inherited, must be gone)
                 expected[(parent, attr)] = obj if owned else None
-        added = set(numpy_compat.added())
+        added = set(numpy_names.added())
         print(sorted(mxcompat.patched()) == sorted(P._active))
         mxcompat.unpatch()
         print(mxcompat.patched())
@@ -668,8 +669,8 @@ def test_declared_wrapt_floor():
     root = ROOT
     with open(os.path.join(root, "pyproject.toml")) as f:
         floor = re.search(r'"wrapt>=([0-9.]+)"', f.read()).group(1)
-    installed = tuple(int(p) for p in wrapt.__version__.split(".")[:2])
-    assert installed >= tuple(int(p) for p in floor.split(".")[:2])
+    installed = facts.parse_version(wrapt.__version__)[:2]
+    assert installed >= facts.parse_version(floor)[:2]
     # The tox env that pins the floor (py312-mxnet191-numpy126-wrapt114) says so.
     expected = os.environ.get("EXPECT_WRAPT")
     if expected is not None:

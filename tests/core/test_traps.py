@@ -7,7 +7,7 @@ from conftest import ROOT
 
 import mxcompat
 from mxcompat._core import traps
-from mxcompat.cli import check
+from mxcompat.cli.check import runner
 
 
 def test_the_troubleshooting_page_renders_the_list_and_holds_no_copy():
@@ -41,7 +41,7 @@ def test_a_trap_with_a_patch_says_so_and_one_without_says_mxcompat_leaves_it():
 
 
 def test_every_check_a_trap_names_exists_and_every_patch_check_is_named():
-    checks = [name for name, _, _ in check._checks]
+    checks = [name for name, _, _ in runner._checks]
     assert [t.check for t in traps.TRAPS if t.check is not None and t.check not in checks] == []
     named = set(t.check for t in traps.TRAPS)
     # quantize is a feature of mxcompat, not a trap of MXNet.

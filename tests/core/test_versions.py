@@ -282,7 +282,7 @@ def test_install_steps():
         versions.by_name("mx100")
 
 
-def test_the_readme_states_the_supported_range_declared_in_compat():
+def test_the_readme_states_the_supported_range_declared_in_facts():
     from mxcompat._core import facts
 
     with open(README) as f:

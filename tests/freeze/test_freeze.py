@@ -2,7 +2,7 @@
 
 Every "frozen" assertion is ``np.array_equal`` on each device's own array after >= 5 updates;
 every parameter not frozen must have changed on each device.  The network has an FC weight
-frozen while its bias trains (the oneDNN case of _compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS)
+frozen while its bias trains (the oneDNN case of facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS)
 and an FC bias frozen while its weight trains.
 """
 
@@ -323,7 +323,7 @@ def test_registry_is_thread_safe():
                 mxcompat.is_frozen("keep%d" % k)
                 with mxcompat.frozen("ctx%d" % k):
                     assert mxcompat.is_frozen("ctx%d" % k)
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=churn, args=(k,)) for k in range(8)]

@@ -6,7 +6,7 @@ Each test trains two identical copies side by side: one with the statistics froz
 without (the reference).  Outputs and gradients must be equal bit for bit; the frozen copy's
 statistics must equal their start values, the reference's must have moved (so the test can
 fail).  Values are read after ``mx.nd.waitall()``: up to 1.7 a plain read of a statistic can
-come before the backward's write (_compat.GLUON_AUX_WRITES_ORDERED).
+come before the backward's write (facts.GLUON_AUX_WRITES_ORDERED).
 """
 
 import mxnet as mx
@@ -106,7 +106,7 @@ def test_module_statistics_held_bit_for_bit_and_forward_unchanged():
 
 
 def test_training_forward_alone_moves_no_statistic_and_backward_does():
-    # _compat.BATCHNORM_STATS_MOVE_IN_BACKWARD: why the patch works around the backward.
+    # facts.BATCHNORM_STATS_MOVE_IN_BACKWARD: why the patch works around the backward.
     mod = _bound_module()
     start = _module_aux(mod)
     data, label = _data(1)[0]

@@ -120,7 +120,7 @@ def test_before_1_7_not_patched_and_native_behaviour_untouched():
 
 @pytest.mark.parametrize("off", ["everything", "onednn_fc_bias"])
 def test_unpatched_fixed_fc_weight_stops_its_bias_as_mxnet_ships(off):
-    # The MXNet fact behind _compat.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS; freeze (still patched in
+    # The MXNet fact behind facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS; freeze (still patched in
     # the second case) leaves the user's own fixed_param_names to MXNet.
     mxcompat.unpatch(*(["onednn_fc_bias"] if off == "onednn_fc_bias" else []))
     assert "onednn_fc_bias" not in mxcompat.patched()
@@ -285,7 +285,7 @@ def _group_grad_req(mod):
     is then read from the failed call's frames, as MXNet built it."""
     try:
         mod.bind(data_shapes=[("data", (BATCH, 4))])
-    except Exception as exc:  # pylint: disable=broad-except
+    except Exception as exc:
         tb = exc.__traceback__
         while tb is not None:
             group = tb.tb_frame.f_locals.get("self")

@@ -19,6 +19,7 @@ from conftest import ROOT
 
 import mxcompat
 from mxcompat import _envs
+from mxcompat._core import settings
 from mxcompat.cli import install
 
 # Every step is bounded: a hung download fails the test instead of the CI job.
@@ -41,16 +42,15 @@ def _uv():
 
 
 def _env(tmp_path):
-    env = dict(os.environ)
-    cache = os.environ.get("MXCOMPAT_TEST_CACHE") or str(tmp_path / "cache")
+    env = settings.environ_without_ours(keep=(settings.TEST_CACHE,))
+    for name in [k for k in env if k.startswith(("PYTHON", "VIRTUAL_ENV"))]:
+        del env[name]
+    cache = settings.path(settings.TEST_CACHE) or str(tmp_path / "cache")
     env["UV_CACHE_DIR"] = os.path.join(cache, "uv")
     env["PIP_CACHE_DIR"] = os.path.join(cache, "pip")
     env["UV_PYTHON_DOWNLOADS"] = "never"
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     env["_CWD"] = str(tmp_path)
-    for name in [k for k in env if k.startswith(("MXCOMPAT_", "PYTHON", "VIRTUAL_ENV"))]:
-        if name not in ("MXCOMPAT_TEST_CACHE",):
-            del env[name]
     return env
 
 

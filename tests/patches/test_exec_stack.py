@@ -28,7 +28,7 @@ from conftest import (
 )
 
 import mxcompat
-from mxcompat._core import facts
+from mxcompat._core import facts, settings
 from mxcompat.patches import exec_stack
 from mxcompat.patches.exec_stack import copies, elf
 
@@ -116,8 +116,7 @@ WHEELS = ("1.3.1", "1.4.1", "1.5.1.post0", "1.6.0", "1.7.0.post2", "1.8.0.post0"
 
 @pytest.mark.parametrize("release", WHEELS)
 def test_every_wheel_library(release):
-    folder = os.path.join(os.environ.get("MXCOMPAT_TEST_CACHE", "~/.cache/mxcompat-tests"))
-    folder = os.path.join(os.path.expanduser(folder), "wheels")
+    folder = os.path.join(settings.cache_folder("tests", settings.TEST_CACHE), "wheels")
     found = glob.glob(os.path.join(folder, "mxnet-%s-*.whl" % release))
     if not found:
         pytest.skip(

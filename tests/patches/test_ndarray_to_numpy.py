@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 import mxcompat
+from mxcompat._core import facts
 
-NUMPY_VERSION = tuple(int(p) for p in np.__version__.split(".")[:2])
+NUMPY_VERSION = facts.parse_version(np.__version__)[:2]
 NUMPY2 = NUMPY_VERSION >= (2, 0)
 
 

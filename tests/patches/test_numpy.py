@@ -26,7 +26,7 @@ from mxcompat.patches import distutils as distutils_compat
 from mxcompat.patches import numpy2
 from mxcompat.patches import numpy_names as numpy_compat
 
-NUMPY_VERSION = tuple(int(p) for p in np.__version__.split(".")[:2])
+NUMPY_VERSION = facts.parse_version(np.__version__)[:2]
 NUMPY2 = NUMPY_VERSION >= (2, 0)
 needs_numpy2 = pytest.mark.skipif(
     not NUMPY2, reason="NEP 50/51 behaviour needs NumPy >= 2 (this is NumPy %s)" % np.__version__

@@ -42,7 +42,7 @@ LAYERS = 12
 class KeyRange(mx.kv.KVStore):
     """The cluster's kvstore with ``base`` added to every key (same handle, same store)."""
 
-    def __init__(self, store, base):   # pylint: disable=super-init-not-called
+    def __init__(self, store, base):
         self.__dict__.update(vars(store))     # its handle and whatever else this release keeps
         self._store, self._base = store, base
 

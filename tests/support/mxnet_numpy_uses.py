@@ -175,7 +175,7 @@ def resolve(module, chain):
         for i, attr in enumerate(chain):
             try:
                 obj = getattr(obj, attr)
-            except Exception:  # pylint: disable=broad-except
+            except Exception:
                 return ".".join(chain[: i + 1])
     return None
 

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from mxcompat._core import settings
 from tools import processes
 
 CLUSTER_TIMEOUT = 150  # seconds, for the whole cluster
@@ -49,7 +50,11 @@ def run_cluster(tmpdir, script, args=(), extra_env=None, num_workers=2, timeout=
 
 def _start_cluster(outdir, script, args, extra_env, num_workers, timeout):
     """Run the processes to the end; the failed ``(role, exit code)`` pairs."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("MXCOMPAT_", "DMLC_", "PS_"))}
+    base = {
+        k: v
+        for k, v in settings.environ_without_ours().items()
+        if not k.startswith(("DMLC_", "PS_"))
+    }
     base.update(
         {
             "OMP_NUM_THREADS": "1",

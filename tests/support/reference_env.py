@@ -17,7 +17,7 @@ Where the reference comes from:
 * Otherwise: a virtualenv with Python ``REFERENCE_PYTHON`` and NumPy ``REFERENCE_NUMPY`` and the
   same MXNet wheel (``--no-deps``: 1.3.1/1.4.1 declare ``numpy<1.15``), built once by
   ``mxcompat/_envs.py`` (the builder ``mxcompat matrix`` uses) and cached
-  under ``MXCOMPAT_TEST_CACHE`` (default ``~/.cache/mxcompat-tests``); delete that folder to
+  under ``MXCOMPAT_TEST_CACHE`` (default ``~/.cache/mxcompat/tests``); delete that folder to
   rebuild.  The child runs with this process's environment, so every CPU setting above
   applies to both sides.
 """
@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 from mxcompat import _envs
-from mxcompat._core import versions
+from mxcompat._core import facts, settings, versions
 from mxcompat.patches import exec_stack
 
 from . import numpy_reference
@@ -45,21 +45,17 @@ REFERENCE_NUMPY = _REFERENCE.numpy_version
 # What mxnet's wheels require besides numpy (installed by hand beside --no-deps).
 REFERENCE_EXTRAS = versions.MXNET_EXTRAS
 
-CACHE_ENV = "MXCOMPAT_TEST_CACHE"
+CACHE_ENV = settings.TEST_CACHE
 
 
 class Unavailable(Exception):
     """No reference environment can be had on this machine (the message says why)."""
 
 
-def _version_tuple(text):
-    return tuple(int(p) for p in text.split(".")[:2] if p.isdigit())
-
-
 def is_reference_stack(numpy_version, python=sys.version_info):
     """True when plain MXNet runs on this Python/NumPy as released (no patch of the NumPy
     family is needed): the env is its own reference."""
-    return tuple(python[:2]) < (3, 12) and _version_tuple(numpy_version) < (1, 24)
+    return tuple(python[:2]) < (3, 12) and facts.parse_version(numpy_version)[:2] < (1, 24)
 
 
 def mxnet_wheel_version():
@@ -80,9 +76,7 @@ def mxnet_wheel_version():
 
 
 def cache_dir():
-    root = os.environ.get(CACHE_ENV) or os.path.join(
-        os.path.expanduser("~"), ".cache", "mxcompat-tests"
-    )
+    root = settings.cache_folder("tests", CACHE_ENV)
     os.makedirs(root, exist_ok=True)
     return root
 

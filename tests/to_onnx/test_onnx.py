@@ -19,7 +19,7 @@ from conftest import MX_VERSION, run_python
 
 import mxcompat
 from mxcompat._core import facts
-from mxcompat.onnx import exporter, verify
+from mxcompat.onnx import mxnet_exporter, verify
 
 try:
     import onnx
@@ -117,7 +117,7 @@ def test_model_zoo(name):
     params = net.collect_params()
     # Every parameter is an initializer (beside the exporter's constants), none an input.
     assert set(params.keys()) <= {t.name for t in model.graph.initializer}
-    assert model.opset_import[0].version == exporter._opsets()[1]
+    assert model.opset_import[0].version == mxnet_exporter._opsets()[1]
     (out,) = _run(model, {"data": x.asnumpy()})
     assert out.shape == (1, 10)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
@@ -199,7 +199,7 @@ def test_onnx_is_unchanged_outside_an_export():
 
     import wrapt
 
-    graph_class = exporter._graph_class()
+    graph_class = mxnet_exporter._graph_class()
     original = graph_class.__dict__[
         "get_outputs" if "get_outputs" in graph_class.__dict__ else "infer_output_shape"
     ]
@@ -209,7 +209,7 @@ def test_onnx_is_unchanged_outside_an_export():
         mxcompat.to_onnx(net, [x.shape], verify=False)
     finally:
         setattr(graph_class, name, original)
-    assert seen == {"mapping": True, "opset": exporter._opsets()[1]}
+    assert seen == {"mapping": True, "opset": mxnet_exporter._opsets()[1]}
     assert hasattr(onnx, "mapping") == had_mapping
     assert ("onnx.mapping" in sys.modules) == had_mapping
     assert onnx.defs.onnx_opset_version is opset_version
@@ -230,7 +230,7 @@ def test_mxnet_export_model_works_and_is_right(tmpdir):
     expected = verify._mxnet_outputs(net, arg, {"data": x})[0]
     path = _mxnet_export(net, arg, (2, 4), str(tmpdir.join("m.onnx")))
     model = onnx.load(path)
-    assert model.opset_import[0].version == exporter._opsets()[1]
+    assert model.opset_import[0].version == mxnet_exporter._opsets()[1]
     onnx.checker.check_model(model)
     (out,) = _run(model, {"data": x})
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
@@ -256,7 +256,7 @@ def test_unconvertible_operator_is_named():
         mxcompat.to_onnx((net, arg, {}), [(1, 4)])
     assert str(info.value) == (
         "mxcompat.to_onnx: MXNet %s's ONNX exporter (opset %d) cannot convert operator "
-        "'gamma' (node 'g')" % (mx.__version__, exporter._opsets()[1])
+        "'gamma' (node 'g')" % (mx.__version__, mxnet_exporter._opsets()[1])
     )
 
 
@@ -300,7 +300,7 @@ def test_verify_names_the_first_node_that_differs():
 @needs_onnx
 def test_bad_arguments():
     net, arg = _mlp()
-    low, high = exporter._opsets()
+    low, high = mxnet_exporter._opsets()
     with pytest.raises(
         ValueError,
         match=r"opset=99: MXNet %s's exporter writes opset %s$"
@@ -359,7 +359,7 @@ def test_cli_converts_a_checkpoint(tmpdir):
     mod.save_checkpoint(prefix, 3)
     proc = _mxcompat("onnx", prefix, "3", "--input-shape", "2,3,8,8")
     assert proc.returncode == 0, proc.stderr
-    opset = exporter._opsets()[1]
+    opset = mxnet_exporter._opsets()[1]
     model = onnx.load(prefix + ".onnx")
     assert (
         proc.stdout == "wrote %s.onnx: opset %d, %d nodes, inputs data; onnxruntime %s "
@@ -402,10 +402,10 @@ def test_cli_errors_are_one_line(tmpdir):
 
 @needs_onnx
 def test_check_line(tmpdir):
-    from mxcompat.cli import check
+    from mxcompat.cli.check.model_scenarios import _check_onnx
 
-    opset = exporter._opsets()[1]
-    assert check._check_onnx(mx, str(tmpdir)) == (
+    opset = mxnet_exporter._opsets()[1]
+    assert _check_onnx(mx, str(tmpdir)) == (
         "export_model wrote opset %d; to_onnx: onnxruntime %s agrees (opset %d)"
         % (opset, onnxruntime.__version__, opset)
     )
@@ -414,15 +414,16 @@ def test_check_line(tmpdir):
 @needs_onnx
 @pytest.mark.skipif(ONNX_HAS_MAPPING, reason="needs onnx >= 1.19 (no onnx.mapping)")
 def test_check_line_fails_without_the_patch(tmpdir, unpatched):
-    from mxcompat.cli import check
+    from mxcompat.cli.check.model_scenarios import _check_onnx
 
     with pytest.raises(ImportError, match="Onnx and protobuf need to be installed"):
-        check._check_onnx(mx, str(tmpdir))
+        _check_onnx(mx, str(tmpdir))
 
 
 def test_check_line_skips_without_onnx(tmpdir, monkeypatch):
-    from mxcompat.cli import check
+    from mxcompat.cli.check.model_scenarios import _check_onnx
+    from mxcompat.cli.check.runner import Skip
 
     monkeypatch.setitem(sys.modules, "onnx", None)
-    with pytest.raises(check.Skip, match=r"^needs onnx and onnxruntime: pip install "):
-        check._check_onnx(mx, str(tmpdir))
+    with pytest.raises(Skip, match=r"^needs onnx and onnxruntime: pip install "):
+        _check_onnx(mx, str(tmpdir))

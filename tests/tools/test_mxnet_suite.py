@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from mxcompat._core import versions
+from mxcompat._core import settings, versions
 from tools import mxnet_suite
 from tools.mxnet_suite import releases, report
 
@@ -242,12 +242,12 @@ def test_each_allowed_difference_names_its_test_line():
 
 
 @pytest.mark.skipif(
-    not os.environ.get(mxnet_suite.SRC_ENV),
+    not settings.path(settings.MXNET_SRC),
     reason="needs a git directory of apache/mxnet in $%s" % mxnet_suite.SRC_ENV,
 )
 def test_each_release_gets_its_own_files(tmp_path):
     # The 1.3.1 files are not the 1.9.1 files: each tag's own unittest folder is extracted.
-    src = os.environ[mxnet_suite.SRC_ENV]
+    src = settings.path(settings.MXNET_SRC)
     old = mxnet_suite.extract(src, str(tmp_path / "a"), "1.3.1")
     new = mxnet_suite.extract(src, str(tmp_path / "b"), "1.9.1")
     assert os.path.exists(os.path.join(new, "test_contrib_svrg_module.py"))
@@ -257,11 +257,11 @@ def test_each_release_gets_its_own_files(tmp_path):
 
 
 @pytest.mark.skipif(
-    not os.environ.get(mxnet_suite.SRC_ENV),
+    not settings.path(settings.MXNET_SRC),
     reason="needs a git directory of apache/mxnet in $%s" % mxnet_suite.SRC_ENV,
 )
 def test_each_allowed_line_is_in_its_tag_and_each_deselected_file_in_a_tag():
-    src = os.environ[mxnet_suite.SRC_ENV]
+    src = settings.path(settings.MXNET_SRC)
     files = set()
     for release in releases.RELEASES:
         listing = subprocess.run(

@@ -39,6 +39,7 @@ import tempfile
 import time
 
 from mxcompat import _envs
+from mxcompat._core import settings
 
 from .. import processes
 from . import releases
@@ -58,7 +59,7 @@ from .stacks import (  # noqa: F401
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC_ENV = "MXCOMPAT_MXNET_SRC"
+SRC_ENV = settings.MXNET_SRC
 
 
 def _read_records(path):
@@ -315,7 +316,7 @@ def main(argv=None):
     )
     parser.add_argument(
         "--mxnet-src",
-        default=os.environ.get(SRC_ENV),
+        default=settings.path(SRC_ENV),
         help="git directory of apache/mxnet (or a folder with tests/python of one "
         "release); default $%s" % SRC_ENV,
     )

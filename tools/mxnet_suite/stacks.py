@@ -7,12 +7,13 @@ import shutil
 import subprocess
 
 from mxcompat import _envs
+from mxcompat._core import settings
 from mxcompat.patches import exec_stack
 
 from . import releases
 from .plugins import _INI
 
-CACHE_ENV = "MXCOMPAT_TEST_CACHE"
+CACHE_ENV = settings.TEST_CACHE
 
 
 class SetupError(Exception):
@@ -31,11 +32,7 @@ def _run(cmd, what, timeout=1800):
 
 
 def cache_dir():
-    return os.path.join(
-        os.environ.get(CACHE_ENV)
-        or os.path.join(os.path.expanduser("~"), ".cache", "mxcompat-tests"),
-        "suite",
-    )
+    return os.path.join(settings.cache_folder("tests", CACHE_ENV), "suite")
 
 
 # This checkout, whose mxcompat goes into the candidate (the tool runs from it).
@@ -152,11 +149,9 @@ def _versions(python):
 
 
 def _side_env(run_dir, side, file):
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("MXCOMPAT_") and k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
-    }
+    env = settings.environ_without_ours()
+    for name in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
+        env.pop(name, None)
     env.update(
         {
             "PYTHONPATH": os.path.join(run_dir, side),

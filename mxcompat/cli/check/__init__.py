@@ -15,8 +15,7 @@ from . import numpy_scenarios  # noqa: F401
 from . import model_scenarios  # noqa: F401
 
 # isort: on
-from .model_scenarios import _check_onnx  # noqa: F401
-from .runner import FAIL, OK, SKIP, Skip, _checks, check, report, run_checks  # noqa: F401
+from .runner import FAIL, OK, SKIP, Skip, check, report, run_checks  # noqa: F401
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

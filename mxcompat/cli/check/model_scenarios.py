@@ -112,13 +112,14 @@ def _check_fixed_param_names(mx, tmp):
 def _check_onnx(mx, tmp):
     import numpy as np
 
-    from ... import onnx as onnx_export
+    from ...onnx.in_memory import to_onnx
+    from ...onnx.mxnet_exporter import INSTALL_HINT
 
     try:
         import onnx
         import onnxruntime
     except ImportError:
-        raise Skip("needs onnx and onnxruntime: %s" % onnx_export.INSTALL_HINT) from None
+        raise Skip("needs onnx and onnxruntime: %s" % INSTALL_HINT) from None
     # A net every release's exporter converts (1.3's cannot flatten before a Gemm).
     rng = np.random.RandomState(0)
     net = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=6, name="fc1")
@@ -134,7 +135,7 @@ def _check_onnx(mx, tmp):
     )
     path = export(net, params, [(2, 4)], np.float32, os.path.join(tmp, "m.onnx"))
     opset = onnx.load(path).opset_import[0].version
-    model = onnx_export.to_onnx((net, params, {}), [(2, 4)])  # raises if they disagree
+    model = to_onnx((net, params, {}), [(2, 4)])  # raises if they disagree
     return "export_model wrote opset %d; to_onnx: onnxruntime %s agrees (opset %d)" % (
         opset,
         onnxruntime.__version__,

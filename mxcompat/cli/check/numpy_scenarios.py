@@ -12,12 +12,12 @@ from .runner import check
 def _check_numpy(mx, tmp):
     import numpy as np
 
-    from ...patches import numpy_names as numpy_compat
+    from ...patches import numpy_names
 
-    lacking = numpy_compat.missing(np)
+    lacking = numpy_names.missing(np)
     if lacking:
         raise AssertionError("numpy.%s still missing" % ", numpy.".join(lacking))
-    added = numpy_compat.added()
+    added = numpy_names.added()
     # A NumPy-2 round trip through an operator parameter (NEP 51 reprs) and back.
     shape = tuple(np.array([2, 3]))
     got = mx.nd.zeros(shape).reshape(shape).shape
@@ -99,7 +99,7 @@ def _check_numpy_fixes(mx, tmp):
     for name, run in _numpy_fix_scenarios(mx, np):
         try:
             run()
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             raise AssertionError("%s: %s: %s" % (name, type(exc).__name__, exc)) from exc
         names.append(name)
     return "in use on NumPy %s: %s" % (np.__version__, "; ".join(names))

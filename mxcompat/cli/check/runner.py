@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -14,6 +13,7 @@ import traceback
 import warnings
 
 from ..._core import facts, settings
+from ..._core.versions import running, stack_line
 
 OK, FAIL, SKIP = "ok", "failed", "skipped"
 _MARKS = {OK: "\u2713", FAIL: "\u2717", SKIP: "-"}
@@ -35,19 +35,12 @@ def check(name, title):
 
 
 def _versions(mx):
-    import numpy
-    import wrapt
+    import numpy  # noqa: F401  (reported whether or not mxnet imported it)
+    import wrapt  # noqa: F401
 
-    from ... import __version__
-
-    info = {
-        "mxcompat": __version__,
-        "python": platform.python_version(),
-        "numpy": numpy.__version__,
-        "wrapt": getattr(wrapt, "__version__", "?"),
-        "mxnet": getattr(mx, "__version__", None) if mx else None,
-        "mxnet_features": None,
-    }
+    stack = running()
+    info = dict((n, stack[n]) for n in ("mxcompat", "python", "numpy", "wrapt", "mxnet"))
+    info["mxnet_features"] = None
     if mx is not None:
         info["mxnet_features"] = facts.build_features()
     return info
@@ -64,7 +57,7 @@ def run_checks():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             import mxnet as mx
-    except Exception as exc:  # pylint: disable=broad-except
+    except Exception as exc:
         results.append(
             {
                 "name": "import",
@@ -93,7 +86,7 @@ def run_checks():
             detail, status = func(mx, tmp), OK
         except Skip as skip:
             detail, status = str(skip), SKIP
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             detail, status = "%s: %s" % (type(exc).__name__, exc), FAIL
             if settings.flag(settings.CHECK_TRACEBACK):
                 traceback.print_exc()
@@ -144,17 +137,12 @@ def report(as_json: bool = False) -> int:
         for r in results:
             _print_line(r, out)
         feats = versions["mxnet_features"]
-        out.write(
-            "mxnet %s (%s), Python %s, NumPy %s, wrapt %s, mxcompat %s\n"
-            % (
-                versions["mxnet"],
-                ", ".join(feats) if feats else "build features unknown",
-                versions["python"],
-                versions["numpy"],
-                versions["wrapt"],
-                versions["mxcompat"],
-            )
+        mxnet = "%s (%s)" % (
+            versions["mxnet"],
+            ", ".join(feats) if feats else "build features unknown",
         )
+        names = ("mxnet", "Python", "NumPy", "wrapt", "mxcompat")
+        out.write(stack_line(dict(versions, mxnet=mxnet), names) + "\n")
         out.write(
             "%d passed, %d failed, %d skipped\n"
             % (

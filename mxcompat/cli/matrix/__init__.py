@@ -21,7 +21,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 from ... import __version__, _envs
-from ..._core import versions
+from ..._core import settings, versions
 from .._usage import UsageError
 from ._common import CACHE_ENV, ERROR, SKIPPED
 from .display import LiveDisplay, PlainDisplay
@@ -162,10 +162,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def _cache_dir(args):
     if args.cache_dir:
         return os.path.abspath(args.cache_dir)
-    if os.environ.get(CACHE_ENV):
-        return os.path.abspath(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return os.path.join(base, "mxcompat", "matrix")
+    return settings.cache_folder("matrix", CACHE_ENV)
 
 
 def _locate(uv, combos, download):

@@ -35,7 +35,7 @@ def default_mxcompat_spec():
             import importlib_metadata as metadata
         text = metadata.distribution("mxcompat").read_text("direct_url.json")
         url = json.loads(text)["url"] if text else ""
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
         url = ""
     if url.startswith("file://"):
         from urllib.parse import unquote, urlparse

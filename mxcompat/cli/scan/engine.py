@@ -8,7 +8,8 @@ import os
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from . import rules as _rules
+from . import rules
+from .rules.numeric import removed_numpy_names
 
 # Folders no one wants scanned (ruff's default excludes, and any folder holding a venv).
 EXCLUDED = frozenset(
@@ -96,7 +97,7 @@ class _Context:
     @property
     def removed_numpy_names(self):
         if self._removed is None:
-            self._removed = _rules._removed_numpy_names()
+            self._removed = removed_numpy_names()
         return self._removed
 
 
@@ -137,7 +138,7 @@ class _Scanner(cst.CSTVisitor):
     def _aliases(self, node):
         if isinstance(node, cst.Import):
             for alias in node.names:
-                if _rules.dotted(alias.name) == "numpy":
+                if rules.dotted(alias.name) == "numpy":
                     self.ctx.numpy_aliases.add(alias.asname.name.value if alias.asname else "numpy")
 
 

@@ -26,13 +26,9 @@ from . import elf
 
 
 def cache_root():
-    """Where the copies go: ``$MXCOMPAT_LIB_CACHE``, else ``$XDG_CACHE_HOME/mxcompat/libs``,
-    else ``~/.cache/mxcompat/libs`` (the matrix's convention, one folder over)."""
-    chosen = os.environ.get(settings.LIB_CACHE)
-    if chosen:
-        return os.path.abspath(os.path.expanduser(chosen))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "mxcompat", "libs")
+    """Where the copies go: ``$MXCOMPAT_LIB_CACHE``, else ``mxcompat/libs`` in the user's cache
+    folder (``settings.cache_folder``)."""
+    return settings.cache_folder("libs", settings.LIB_CACHE)
 
 
 def _digest(*parts):

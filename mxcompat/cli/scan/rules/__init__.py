@@ -23,6 +23,5 @@ from .base import (  # noqa: F401
     rule,
     string_value,
 )
-from .numeric import _removed_numpy_names  # noqa: F401
 
 BY_CODE = {r.code: r for r in RULES}

@@ -131,7 +131,7 @@ def _scalar_of_asnumpy(node, ctx):
     )
 
 
-def _removed_numpy_names():
+def removed_numpy_names():
     from ....numpy_legacy import REPLACEMENTS
 
     return {name: REPLACEMENTS[name][1] for name in REPLACEMENTS}

@@ -27,7 +27,7 @@ class _Properties:
         self._ndarray = mx.nd.NDArray
         self._new_alloc_handle = mx.nd.ndarray._new_alloc_handle
 
-    def facts(self, array):
+    def read(self, array):
         """``(shape, dtype, context)`` of ``array``."""
         return tuple(array.shape), array.dtype, array.context
 
@@ -69,7 +69,7 @@ class _Direct:
         self._device_refs = ctypes.byref(self._device_type), ctypes.byref(self._device_id)
         self._known = {}  # (device type, id) -> Context, one object per device
         self._shapes = {}  # shape -> its mx_uint array, for buffers of equal shape
-        # dtype -> MXNet's code, from MXNet's table (dtypes are what facts() returns).
+        # dtype -> MXNet's code, from MXNet's table (dtypes are what read() returns).
         self._codes = {dtype: code for code, dtype in self._dtypes.items() if dtype is not None}
 
     def _failed(self):
@@ -85,7 +85,7 @@ class _Direct:
             ctx = self._known[key] = self._context_class(self._devices[key[0]], key[1])
         return ctx
 
-    def facts(self, array):
+    def read(self, array):
         handle = array.handle
         if self._get_shape(handle, self._ndim_ref, self._dims_ref) or self._get_dtype(
             handle, self._code_ref
@@ -102,7 +102,7 @@ class _Direct:
     def unallocated(self, shape, dtype, ctx):
         """As ``_Properties.unallocated``."""
         code = self._codes.get(dtype)
-        if code is None:  # a dtype facts() did not give: MXNet's own table
+        if code is None:  # a dtype read() did not give: MXNet's own table
             import numpy as np
 
             code = self._codes[dtype] = _mx().nd.ndarray._DTYPE_NP_TO_MX[np.dtype(dtype).type]

@@ -57,7 +57,7 @@ def _mapping_module(onnx):
     for tensor_type in helper.get_all_tensor_dtypes():
         try:
             to_np[tensor_type] = helper.tensor_dtype_to_np_dtype(tensor_type)
-        except Exception:  # pylint: disable=broad-except
+        except Exception:
             continue  # a type without a NumPy counterpart (e.g. FLOAT4E2M1 without ml_dtypes)
     from_np = {}
     # Lowest type number first: float32 -> FLOAT, uint16 -> UINT16 (not BFLOAT16), as onnx
@@ -193,7 +193,7 @@ def _export_opset(kwargs):
     return asked if asked is not None else _opsets()[1]
 
 
-def _wrap_export(wrapped, instance, args, kwargs):
+def wrap_export(wrapped, instance, args, kwargs):
     try:
         _import_onnx()
     except ImportError:
@@ -203,7 +203,7 @@ def _wrap_export(wrapped, instance, args, kwargs):
         return wrapped(*args, **kwargs)
 
 
-def _wrap_graph_proto(wrapped, instance, args, kwargs):
+def wrap_graph_proto(wrapped, instance, args, kwargs):
     if _opset_here() is not None:  # inside export_model or to_onnx: already set up
         return wrapped(*args, **kwargs)
-    return _wrap_export(wrapped, instance, args, kwargs)
+    return wrap_export(wrapped, instance, args, kwargs)

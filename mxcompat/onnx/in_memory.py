@@ -1,5 +1,5 @@
 """``mxcompat.to_onnx``: a Module, HybridBlock or symbol triple to an ``onnx.ModelProto``,
-converted in memory by MXNet's own exporter (in the scope ``exporter`` sets up)."""
+converted in memory by MXNet's own exporter (in the scope ``mxnet_exporter`` sets up)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,8 @@ import sys
 
 from .._core import facts
 from ..convert._common import _check_flag, _check_shape, _fail, _infer_shapes, _mx, _names
-from ..convert.graph import (
-    _block_graph,
-    _block_params,
-    _inference_symbol,
-    _module_inference_symbol,
-    _module_inputs,
-)
-from ..convert.module_to_gluon import _module_arrays
-from .exporter import (
+from ..convert.model import model_graph
+from .mxnet_exporter import (
     _converters,
     _exporting,
     _graph_class,
@@ -94,76 +87,14 @@ def _shape_list(input_shapes, inputs, known, where="to_onnx"):
     return shapes
 
 
-def _from_module(module, where="to_onnx", inference=True):
-    args, auxs, _ = _module_arrays(module, where)
-    inputs = _module_inputs(module)
-    symbol = _module_inference_symbol(module, inputs, args) if inference else module.symbol
-    known = {}
-    if module.binded:
-        known = {
-            d.name if hasattr(d, "name") else d[0]: d.shape if hasattr(d, "shape") else d[1]
-            for d in module.data_shapes
-        }
-    params = {n: a[0] for n, a in list(args.items()) + list(auxs.items())}
-    return symbol, params, inputs, known
-
-
-def _from_block(block, where="to_onnx", inference=True):
-    names, out = _block_graph(
-        block, None if getattr(block, "_cached_graph", ()) else ["data"], where
-    )
-    symbol = _inference_symbol(out) if inference else out
-    params = _block_params(block)
-    used = [n for n in symbol.list_arguments() + symbol.list_auxiliary_states() if n not in names]
-    unset = [n for n in used if n not in params or params[n]._data is None]
-    if unset:
-        raise _fail(
-            where,
-            "parameter(s) %s of the block are not initialised; call "
-            "initialize() and run one forward pass first" % _names(unset),
-        )
-    if not facts.since(facts.GLUON_AUX_WRITES_ORDERED):
-        _mx().nd.waitall()  # the last training step's BatchNorm statistics (see convert)
-    return symbol, {n: params[n]._data[0] for n in used}, names, {}
-
-
-def _from_triple(triple, where="to_onnx", inference=True):
-    mx = _mx()
-    if (
-        len(triple) != 3
-        or not isinstance(triple[0], mx.sym.Symbol)
-        or not all(p is None or isinstance(p, dict) for p in triple[1:])
-    ):
-        raise _fail(
-            where,
-            "a (symbol, arg_params, aux_params) triple was expected (a "
-            "Symbol and two dicts of NDArrays)",
-            TypeError,
-        )
-    symbol = _inference_symbol(triple[0]) if inference else triple[0]
-    params = dict(triple[1] or {})
-    params.update(triple[2] or {})
-    inputs = [n for n in symbol.list_inputs() if n not in params]
-    params = {n: v for n, v in params.items() if n in set(symbol.list_inputs())}
-    return symbol, params, inputs, {}
-
-
-def _source(model, where="to_onnx", inference=True):
-    """(symbol, {name: array}, input names, known input shapes) of a Module, a HybridBlock or
-    a triple; ``inference=False`` keeps the loss heads (to_torch's training graph)."""
-    mx = _mx()
-    if isinstance(model, mx.mod.Module):
-        return _from_module(model, where, inference)
-    if isinstance(model, mx.gluon.HybridBlock):
-        return _from_block(model, where, inference)
-    if isinstance(model, (tuple, list)):
-        return _from_triple(model, where, inference)
-    raise _fail(
-        where,
-        "expected a Module, a HybridBlock or a (symbol, arg_params, aux_params) "
-        "triple, got %s" % type(model).__name__,
-        TypeError,
-    )
+def _known_shapes(model):
+    """The input shapes a bound Module knows: ``{name: shape}``."""
+    if not isinstance(model, _mx().mod.Module) or not model.binded:
+        return {}
+    return {
+        d.name if hasattr(d, "name") else d[0]: d.shape if hasattr(d, "shape") else d[1]
+        for d in model.data_shapes
+    }
 
 
 def _unconvertible(symbol, converters):
@@ -286,8 +217,9 @@ def to_onnx(
     if verify:
         _import_onnxruntime()
     mx = _mx()
-    symbol, params, inputs, known = _source(model)
-    shapes = _shape_list(input_shapes, inputs, known)
+    symbol, arg_params, aux_params, inputs = model_graph(model, "to_onnx")
+    params = {**arg_params, **aux_params}
+    shapes = _shape_list(input_shapes, inputs, _known_shapes(model))
     # MXNet's exporter infers shapes itself and fails inside (a TypeError on a None shape).
     _infer_shapes(symbol, dict(zip(inputs, shapes)), "input shape(s)", "to_onnx")
     low, high = _opsets()
