@@ -19,12 +19,13 @@ import pytest
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed here")
 import mxnet as mx  # noqa: E402
-from conftest import plain_import_works, subprocess_env  # noqa: E402
 from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import mxcompat  # noqa: E402
 from mxcompat._core import facts, log  # noqa: E402
+from tests.support.processes import subprocess_env  # noqa: E402
+from tests.support.stack import plain_import_works  # noqa: E402
 
 TRIED = collections.Counter()  # entry point -> inputs tried
 # Each example resets state itself (the autouse fixture runs once per test, not per example).

@@ -21,7 +21,10 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT, plain_import_works, subprocess_env
+
+from tests.support.processes import subprocess_env
+from tests.support.repo import ROOT
+from tests.support.stack import plain_import_works
 
 try:
     import horovod.mxnet  # noqa: F401

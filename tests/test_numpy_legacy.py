@@ -6,7 +6,8 @@ import sys
 import textwrap
 
 import pytest
-from conftest import run_python
+
+from tests.support.processes import run_python
 
 # The module, not the public function of the same name that `mxcompat.numpy_legacy` is.
 REPLACEMENTS = importlib.import_module("mxcompat.numpy_legacy").REPLACEMENTS
@@ -179,7 +180,7 @@ def test_numpy_keeps_its_own_error_for_other_names():
 
 
 def test_run_numpy_legacy(tmpdir):
-    from conftest import mxcompat_cmd, write
+    from tests.support.processes import mxcompat_cmd, write
 
     lacking = _lacking()
     if "asscalar" not in lacking:

@@ -5,11 +5,12 @@ thread fails the test."""
 
 import threading
 
+import mxnet as mx
 import numpy as np
 import pytest
-from conftest import mx, run_threads
 
 import mxcompat
+from tests.support.processes import run_threads
 
 THREADS = 8
 STEPS = 25

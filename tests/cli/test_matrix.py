@@ -13,11 +13,11 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import ROOT
-from support.reference_env import cache_dir
 
 from mxcompat._core import versions
 from mxcompat.cli import matrix
+from tests.support.reference_env import cache_dir
+from tests.support.repo import ROOT
 
 EXAMPLE = os.path.join(ROOT, "examples", "matrix_project")
 

@@ -9,9 +9,9 @@ import sys
 import textwrap
 
 import pytest
-from conftest import subprocess_env
 
 import mxcompat
+from tests.support.processes import subprocess_env
 
 # A user's project as a well-kept one is set up: every warning is an error.  One test passes,
 # one imports MXNet and computes, one fails through a rewritten assertion (pytest's detail

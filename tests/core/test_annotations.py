@@ -4,12 +4,12 @@ typing checks what it infers), and the annotations cost ``import mxcompat`` noth
 import inspect
 
 import pytest
-from conftest import run_python
 
 import mxcompat
 from mxcompat import cli
 from mxcompat.cli import install, matrix, scan
 from mxcompat.cli.check import runner
+from tests.support.processes import run_python
 
 FUNCTIONS = [n for n in mxcompat.__all__ if inspect.isfunction(getattr(mxcompat, n))]
 ENTRY_POINTS = [cli.main, matrix.main, scan.main, runner.main, install.main]

@@ -11,8 +11,10 @@ import json
 import sys
 
 import pytest
-from conftest import MX_VERSION, applicable_patches, mxcompat_cmd, plain_import_works, run_python
-from conftest import write as write_file
+
+from tests.support.processes import mxcompat_cmd, run_python
+from tests.support.processes import write as write_file
+from tests.support.stack import MX_VERSION, applicable_patches, plain_import_works
 
 NUMPY = sys.modules["numpy"]
 NUMPY_MAJOR = int(NUMPY.__version__.split(".")[0])
@@ -35,8 +37,8 @@ with warnings.catch_warnings(record=True) as caught:
         served.append(np.asscalar(np.array([7.5])))
         served.append(np.asscalar(np.array([1.5])))
 ours = [str(w.message) for w in caught if type(w.message).__name__ == "MXCompatWarning"]
-from mxcompat import numpy_legacy
-print(json.dumps([served, ours, numpy_legacy.enabled()]))
+import importlib  # the module: `mxcompat.numpy_legacy` is the public function of that name
+print(json.dumps([served, ours, importlib.import_module("mxcompat.numpy_legacy").enabled()]))
 """
 
 

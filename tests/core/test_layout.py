@@ -6,11 +6,11 @@ import os
 import zipfile
 
 import pytest
-from conftest import ROOT
 
 import mxcompat
 from mxcompat import patches
 from mxcompat.cli import matrix
+from tests.support.repo import ROOT
 
 PACKAGE = os.path.join(ROOT, "mxcompat")
 

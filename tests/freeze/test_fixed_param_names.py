@@ -3,9 +3,9 @@ legacy code that reads it (e.g. to log "Fixed model parameters") sees the regist
 
 import mxnet as mx
 import pytest
-from conftest import ONEDNN_FC_RUNS
 
 import mxcompat
+from tests.support.stack import ONEDNN_FC_RUNS
 
 BATCH = 2
 

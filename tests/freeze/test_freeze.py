@@ -14,10 +14,10 @@ import warnings
 import mxnet as mx
 import numpy as np
 import pytest
-from conftest import ONEDNN_FC
 from mxnet import autograd, gluon
 
 import mxcompat
+from tests.support.stack import ONEDNN_FC
 
 FROZEN = ("fc1_weight", "fc2_b*")  # an exact name and a glob
 FROZEN_NAMES = {"fc1_weight", "fc2_bias"}

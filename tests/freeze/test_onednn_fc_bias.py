@@ -10,10 +10,10 @@ is where plain MXNet stops the bias.
 import mxnet as mx
 import numpy as np
 import pytest
-from conftest import ONEDNN_FC, ONEDNN_FC_RUNS, applicable_patches
 
 import mxcompat
 from mxcompat.freeze import onednn_fc_bias
+from tests.support.stack import ONEDNN_FC, ONEDNN_FC_RUNS, applicable_patches
 
 BATCH = 4
 SGD = {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01}
@@ -93,7 +93,7 @@ def _only_fixed(*names):
 
 
 def test_listed_exactly_on_the_mkldnn_builds_from_1_7():
-    # ONEDNN_FC comes from the build's feature list (conftest), not from the patch.
+    # ONEDNN_FC comes from the build's feature list (tests/support/stack.py), not from the patch.
     assert ("onednn_fc_bias" in mxcompat.patched()) == ONEDNN_FC
     assert "onednn_fc_bias" in mxcompat.patch_names()
     assert ("onednn_fc_bias" in applicable_patches()) == ONEDNN_FC

@@ -16,10 +16,10 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import ROOT
 
 import mxcompat
 from mxcompat.cli import install
+from tests.support.repo import ROOT
 
 # Every step is bounded: a hung download fails the test instead of the CI job.
 STEP_TIMEOUT = 600

@@ -17,14 +17,15 @@ import warnings
 import mxnet as mx
 import numpy as np
 import pytest
-from conftest import MX_VERSION, subprocess_env
-from support import mxnet_numpy_uses, mxnet_scalar_conversions, numpy_reference, reference_env
 
 import mxcompat
 from mxcompat._core import facts
 from mxcompat.patches import distutils as distutils_compat
 from mxcompat.patches import numpy2
 from mxcompat.patches import numpy_names as numpy_compat
+from tests.support import mxnet_numpy_uses, mxnet_scalar_conversions, numpy_reference, reference_env
+from tests.support.processes import subprocess_env
+from tests.support.stack import MX_VERSION
 
 NUMPY_VERSION = tuple(int(p) for p in np.__version__.split(".")[:2])
 NUMPY2 = NUMPY_VERSION >= (2, 0)

@@ -15,11 +15,12 @@ import sys
 import mxnet as mx
 import numpy as np
 import pytest
-from conftest import MX_VERSION, run_python
 
 import mxcompat
 from mxcompat._core import facts
 from mxcompat.onnx import exporter, verify
+from tests.support.processes import run_python
+from tests.support.stack import MX_VERSION
 
 try:
     import onnx
@@ -341,7 +342,7 @@ def test_patch_imports_no_more_of_onnx_than_mxnet_does():
 def _mxcompat(*args):
     import subprocess
 
-    from conftest import subprocess_env
+    from tests.support.processes import subprocess_env
 
     return subprocess.run(
         [sys.executable, "-m", "mxcompat"] + list(args),
