@@ -630,7 +630,7 @@ def test_unpatch_restores_exact_originals_with_mxcompat_imported_first(python):
         import mxcompat
         import mxnet
         from mxcompat._core import registry as P
-        from mxcompat.patches import numpy_names as numpy_compat
+        from mxcompat.patches import numpy_names
         expected = {}
         for name, records in P._active.items():      # lowest patch first
             for parent, attr, owned, original, installed in records:
@@ -641,7 +641,7 @@ def test_unpatch_restores_exact_originals_with_mxcompat_imported_first(python):
                     obj = obj.__wrapped__
                 # (an attribute mxcompat added, or one inherited, must be gone)
                 expected[(parent, attr)] = obj if owned else None
-        added = set(numpy_compat.added())
+        added = set(numpy_names.added())
         print(sorted(mxcompat.patched()) == sorted(P._active))
         mxcompat.unpatch()
         print(mxcompat.patched())
