@@ -48,7 +48,9 @@ def applicable_patches():
         "dataloader_start_method": sys.platform.startswith("linux")
         and facts.python_since(facts.PYTHON_FORKSERVER_DEFAULT),
         "dataloader_spawn": sys.platform.startswith("linux"),
-        # A dist Trainer's broadcast races its first pushpull from 1.7 only.
+        # A dist Trainer's broadcast races its first pushpull on every release (often from
+        # 1.7 on, rarely before).
+        "trainer_kvstore_init": True,
         # mxnet.test_utils' chisquare, where SciPy (imported by `import mxnet`) checks sums.
         "scipy_chisquare": getattr(mx.test_utils, "ss", None) is not None
         and facts.scipy_since(facts.SCIPY_CHISQUARE_SUM_CHECK),
