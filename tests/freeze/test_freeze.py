@@ -163,7 +163,6 @@ def test_mxcompat_freeze_environment_variable(python):
         warnings.simplefilter("always")
         with warnings.catch_warnings(record=True) as record:
             import mxcompat
-from tests.support.models import dense_net, mlp_symbol, regression_module
         print(mxcompat.frozen_patterns())
         print([str(w.message) for w in record if w.category is mxcompat.MXCompatWarning])
     """,
