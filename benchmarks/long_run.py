@@ -48,10 +48,10 @@ BATCH, FEATURES, HIDDEN, CLASSES = 32, 64, 128, 10
 UNMATCHED = "othernet_dense0_weight"  # checked at every step, matches nothing here
 
 
-# --- the models (also run by the worker) ----------------------------------------------------
+# --- the models (also run by the worker, and by tests/test_long_run.py) -----------------------
 
 
-def _symbol():
+def mlp_symbol():
     data = mx.sym.var("data")
     hidden = mx.sym.FullyConnected(data, num_hidden=HIDDEN, name="fc1")
     hidden = mx.sym.Activation(mx.sym.BatchNorm(hidden, name="bn1"), act_type="relu")
@@ -60,7 +60,7 @@ def _symbol():
     )
 
 
-def _data():
+def mlp_data():
     mx.random.seed(0)
     return (
         mx.nd.random.uniform(-1, 1, shape=(BATCH, FEATURES)),
@@ -68,8 +68,8 @@ def _data():
     )
 
 
-def _module():
-    mod = mx.mod.Module(_symbol(), context=mx.cpu())
+def mlp_module():
+    mod = mx.mod.Module(mlp_symbol(), context=mx.cpu())
     mod.bind(data_shapes=[("data", (BATCH, FEATURES))], label_shapes=[("softmax_label", (BATCH,))])
     mod.init_params(mx.init.Xavier())
     mod.init_optimizer(
@@ -78,7 +78,7 @@ def _module():
     return mod
 
 
-def _net(prefix=None):
+def mlp_net(prefix=None):
     from mxnet import gluon
 
     net = gluon.nn.HybridSequential(prefix=prefix)
@@ -96,8 +96,8 @@ def _net(prefix=None):
 
 def module_model():
     """A bound small Module's training step and the patterns a stage freezes."""
-    mod = _module()
-    x, y = _data()
+    mod = mlp_module()
+    x, y = mlp_data()
     batch = mx.io.DataBatch([x], [y])
 
     def step():
@@ -112,12 +112,12 @@ def trainer_model():
     """A small Gluon net's training step (Trainer.step) and the patterns a stage freezes."""
     from mxnet import autograd, gluon
 
-    net = _net(prefix="longrun_")
+    net = mlp_net(prefix="longrun_")
     trainer = gluon.Trainer(
         net.collect_params(), "sgd", {"learning_rate": 0.01, "momentum": 0.9, "wd": 1e-4}
     )
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    x, y = _data()
+    x, y = mlp_data()
 
     def step():
         with autograd.record():
@@ -290,12 +290,12 @@ def _cycle(index, x, y):
     from mxnet import autograd, gluon
 
     mxcompat.freeze("*fc1_weight", "*bn1_*", UNMATCHED)
-    mod = _module()
+    mod = mlp_module()
     mod.forward_backward(mx.io.DataBatch([x], [y]))
     mod.update()
     block = mod.to_gluon(copy=bool(index % 2))
     block(x)
-    net = _net()  # auto prefix: every net's parameter names are new
+    net = mlp_net()  # auto prefix: every net's parameter names are new
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
     with autograd.record():
         loss = gluon.loss.SoftmaxCrossEntropyLoss()(net(x), y)
@@ -308,7 +308,7 @@ def _cycle(index, x, y):
 
 
 def _cycles(table, config):
-    x, y = _data()
+    x, y = mlp_data()
     reads, alive = [], 0
     for index in range(config["cycles"]):
         refs = _cycle(index, x, y)

@@ -3,7 +3,7 @@
 import os
 import re
 
-from conftest import DOCS
+from docs.conftest import DOCS
 
 
 def test_the_numpy_names_table_lists_exactly_the_names_mxcompat_restores():

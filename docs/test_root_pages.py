@@ -4,7 +4,8 @@ CHANGELOG.md) run as the pages' do (conftest.py's parsers), each file in a folde
 import os
 
 import pytest
-from conftest import ROOT, SYBIL, _page_setup, _page_teardown
+
+from docs.conftest import ROOT, SYBIL, _page_setup, _page_teardown
 
 PAGES = ["README.md", "CONTRIBUTING.md", "CHANGELOG.md"]
 

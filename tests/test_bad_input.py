@@ -19,12 +19,14 @@ import pytest
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed here")
 import mxnet as mx  # noqa: E402
-from conftest import plain_import_works, subprocess_env  # noqa: E402
 from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import mxcompat  # noqa: E402
 from mxcompat._core import facts, log  # noqa: E402
+from tests.support.models import dense_net  # noqa: E402
+from tests.support.processes import subprocess_env  # noqa: E402
+from tests.support.stack import plain_import_works  # noqa: E402
 
 TRIED = collections.Counter()  # entry point -> inputs tried
 # Each example resets state itself (the autouse fixture runs once per test, not per example).
@@ -236,13 +238,6 @@ def test_patch_unpatch_names(names):
 # --- to_module / to_gluon -------------------------------------------------------------------
 
 
-def _net(out=2):
-    net = mx.gluon.nn.HybridSequential()
-    net.add(mx.gluon.nn.Dense(4, in_units=3), mx.gluon.nn.Dense(out, in_units=4))
-    net.initialize()
-    return net
-
-
 NET = None
 SHAPES = st.one_of(
     st.lists(st.integers(-2, 6), max_size=4).map(tuple),
@@ -307,7 +302,7 @@ def test_to_module_arguments(data_shapes, copy, context):
     global NET
     _reset()
     TRIED["to_module"] += 1
-    NET = NET or _net()
+    NET = NET or dense_net((3, 4, 2))
     weights = {k: v.data().asnumpy().copy() for k, v in NET.collect_params().items()}
     arrays = {k: v.data() for k, v in NET.collect_params().items()}
     good = (
@@ -352,7 +347,7 @@ def test_to_module_wrong_blocks(block, data_names):
         "block": mx.gluon.nn.Block(),
         "nonhybrid": _NotHybridizable(),
         "uninit": mx.gluon.nn.Dense(3),
-        "other": _net(),
+        "other": dense_net((3, 4, 2)),
     }
     target = blocks[block]
     if block == "other" and data_names in (None, ["data"]):
@@ -379,12 +374,12 @@ def test_to_gluon_arguments(block, ctx, copy):
     global MODULE, NET
     _reset()
     TRIED["to_gluon"] += 1
-    NET = NET or _net()
+    NET = NET or dense_net((3, 4, 2))
     MODULE = MODULE or NET.to_module(data_shapes=[("data", (2, 3))])
     blocks = {
         "none": None,
-        "same": _net(),
-        "other_out": _net(3),
+        "same": dense_net((3, 4, 2)),
+        "other_out": dense_net((3, 4, 3)),
         "dense": mx.gluon.nn.Dense(2),
         "int": 5,
         "block": mx.gluon.nn.Block(),
@@ -428,7 +423,7 @@ def test_to_onnx_arguments(input_shapes, opset):
     global NET
     _reset()
     TRIED["to_onnx"] += 1
-    NET = NET or _net()
+    NET = NET or dense_net((3, 4, 2))
     from mxcompat.onnx import mxnet_exporter
 
     low, high = mxnet_exporter._opsets()
@@ -512,7 +507,7 @@ def test_quantize_arguments(kw):
     global NET
     _reset()
     TRIED["quantize"] += 1
-    NET = NET or _net()
+    NET = NET or dense_net((3, 4, 2))
     kw = dict(kw)
     data = {"ok": mx.nd.ones((4, 3)), "wide": mx.nd.ones((4, 5)), "str": "x", "empty": []}
     kw["calib_data"] = data[kw.get("calib_data", "ok")]
@@ -720,7 +715,7 @@ def test_cli_onnx_shape_that_does_not_fit(shape, tmpdir):
     TRIED["cli onnx"] += 1
     prefix = str(tmpdir.join("m"))
     if not os.path.exists(prefix + "-symbol.json"):
-        net = _net()
+        net = dense_net((3, 4, 2))
         net.hybridize()
         net(mx.nd.ones((2, 3)))
         net.export(prefix)

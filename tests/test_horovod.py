@@ -18,8 +18,10 @@ import os
 
 import numpy as np
 import pytest
-from conftest import ROOT, plain_import_works, subprocess_env
 
+from tests.support.processes import subprocess_env
+from tests.support.repo import ROOT
+from tests.support.stack import plain_import_works
 from tools import horovod
 
 try:

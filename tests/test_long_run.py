@@ -1,7 +1,8 @@
 """Long runs: mxcompat's own memory does not grow with training steps, registry changes or
 models built and dropped, and dropped models are collected, frozen or not.
 
-Bounded versions of ``python -m benchmarks --only longrun`` (a few hundred steps).  mxcompat's
+Bounded versions of ``python -m benchmarks --only longrun`` (a few hundred steps), on its
+models (``benchmarks/long_run.py``: an MLP with BatchNorm, a Module and a Gluon net).  mxcompat's
 footprint is what ``tracemalloc`` traces to lines in the mxcompat package (the frame that
 allocated), read after ``gc.collect()`` every ten steps with the registry in the same state.
 A read can be off by a few blocks: an object mxcompat makes may reuse a block another file
@@ -25,12 +26,13 @@ import wrapt
 from mxnet import autograd, gluon
 
 import mxcompat
+from benchmarks import long_run
+from benchmarks.long_run import BATCH
 from mxcompat._core import facts
 
 STEPS = 500
 CHANGE_EVERY = 5  # the registry changes every 5 steps: freeze, then unfreeze
 UNMATCHED = "nothing_matches_this"  # warns once per model, then is checked at every step
-BATCH = 4
 
 _PACKAGE = os.path.dirname(os.path.abspath(mxcompat.__file__))
 _WRAPT = facts.parse_version(wrapt.__version__)[:2]
@@ -99,42 +101,9 @@ def _registry_step(i, patterns):
             mxcompat.unfreeze(*patterns)
 
 
-def _symbol():
-    data = mx.sym.var("data")
-    hidden = mx.sym.BatchNorm(mx.sym.FullyConnected(data, num_hidden=8, name="fc1"), name="bn1")
-    hidden = mx.sym.Activation(hidden, act_type="relu")
-    return mx.sym.SoftmaxOutput(
-        mx.sym.FullyConnected(hidden, num_hidden=3, name="fc2"), name="softmax"
-    )
-
-
-def _module():
-    mod = mx.mod.Module(_symbol(), context=mx.cpu())
-    mod.bind(data_shapes=[("data", (BATCH, 5))], label_shapes=[("softmax_label", (BATCH,))])
-    mod.init_params(mx.init.Xavier())
-    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.01, "momentum": 0.9})
-    return mod
-
-
 def _batch():
-    rng = np.random.RandomState(0)
-    return mx.io.DataBatch(
-        [mx.nd.array(rng.uniform(-1, 1, (BATCH, 5)))], [mx.nd.array(rng.randint(0, 3, BATCH))]
-    )
-
-
-def _net(prefix=None):
-    net = gluon.nn.HybridSequential(prefix=prefix)
-    with net.name_scope():
-        net.add(
-            gluon.nn.Dense(8, in_units=5, prefix="fc1_"),
-            gluon.nn.BatchNorm(prefix="bn1_"),
-            gluon.nn.Activation("relu"),
-            gluon.nn.Dense(3, in_units=8, prefix="fc2_"),
-        )
-    net.initialize(mx.init.Xavier())
-    net.hybridize()
-    return net
+    x, y = long_run.mlp_data()
+    return mx.io.DataBatch([x], [y])
 
 
 _LOSS = gluon.loss.SoftmaxCrossEntropyLoss()
@@ -148,7 +117,7 @@ def _gluon_step(net, trainer, x, y, loss=_LOSS):
 
 
 def test_module_update_footprint_flat_while_the_registry_changes(traced):
-    mod, batch = _module(), _batch()
+    mod, batch = long_run.mlp_module(), _batch()
     patterns = ("fc1_*", "bn1_*", UNMATCHED)
     weight = mod._exec_group.execs[0].arg_dict["fc1_weight"]
     held, trained = [], []
@@ -170,11 +139,9 @@ def test_module_update_footprint_flat_while_the_registry_changes(traced):
 
 
 def test_trainer_step_footprint_flat_while_the_registry_changes(traced):
-    net = _net(prefix="net_")
+    net = long_run.mlp_net(prefix="net_")
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01, "momentum": 0.9})
-    rng = np.random.RandomState(0)
-    x = mx.nd.array(rng.uniform(-1, 1, (BATCH, 5)))
-    y = mx.nd.array(rng.randint(0, 3, BATCH))
+    x, y = long_run.mlp_data()
     patterns = ("net_fc1_*", "net_bn1_*", UNMATCHED)
     weight = net.collect_params()["net_fc1_weight"]
     held, trained = [], []
@@ -201,16 +168,16 @@ def _cycle(i, x, y):
     """Build, freeze, train one step, convert both ways; weak references to what was built
     (the registry still frozen when they are dropped)."""
     mxcompat.freeze("*fc1_weight", "*bn1_*", UNMATCHED)
-    mod = _module()
+    mod = long_run.mlp_module()
     mod.forward_backward(_batch())
     mod.update()
     block = mod.to_gluon(copy=bool(i % 2))
     block(x)
     # Auto prefixes: every net's parameter names are new (hybridsequential3_fc1_weight ...).
-    net = _net()
+    net = long_run.mlp_net()
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
     _gluon_step(net, trainer, x, y)
-    converted = net.to_module(data_shapes=[("data", (BATCH, 5))], copy=bool(i % 2))
+    converted = net.to_module(data_shapes=[("data", x.shape)], copy=bool(i % 2))
     converted.predict(mx.io.NDArrayIter(x.asnumpy(), batch_size=BATCH))
     mx.nd.waitall()
     return {
@@ -223,9 +190,7 @@ def _cycle(i, x, y):
 
 
 def test_dropped_models_are_collected_and_footprint_flat(traced):
-    rng = np.random.RandomState(0)
-    x = mx.nd.array(rng.uniform(-1, 1, (BATCH, 5)))
-    y = mx.nd.array(rng.randint(0, 3, BATCH))
+    x, y = long_run.mlp_data()
     reads = {}
     for i in range(CYCLES):
         refs = _cycle(i, x, y)
@@ -246,9 +211,7 @@ def test_dropped_models_are_collected_and_footprint_flat(traced):
 
 
 def test_dropped_models_are_collected_unfrozen():
-    rng = np.random.RandomState(0)
-    x = mx.nd.array(rng.uniform(-1, 1, (BATCH, 5)))
-    y = mx.nd.array(rng.randint(0, 3, BATCH))
+    x, y = long_run.mlp_data()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mxcompat.MXCompatWarning)
         refs = _cycle(1, x, y)

@@ -1,14 +1,16 @@
 """Opt-in NumPy names for legacy user code (``mxcompat.numpy_legacy``), in fresh interpreters."""
 
+import importlib
 import json
 import sys
 import textwrap
 
 import pytest
-from conftest import run_python
 
-from mxcompat.numpy_legacy import REPLACEMENTS
+from tests.support.processes import run_python
 
+# The module, not the public function of the same name that `mxcompat.numpy_legacy` is.
+REPLACEMENTS = importlib.import_module("mxcompat.numpy_legacy").REPLACEMENTS
 NAMES = sorted(REPLACEMENTS)
 
 # What each name must give, checked in the child: an expression over `value` and `np`.
@@ -178,7 +180,7 @@ def test_numpy_keeps_its_own_error_for_other_names():
 
 
 def test_run_numpy_legacy(tmpdir):
-    from conftest import mxcompat_cmd, write
+    from tests.support.processes import mxcompat_cmd, write
 
     lacking = _lacking()
     if "asscalar" not in lacking:

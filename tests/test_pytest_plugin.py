@@ -4,8 +4,8 @@ own ``pytester``: the header, ``@pytest.mark.mxnet``, the traps-handled section,
 
 import sys
 
+import mxnet as mx
 import pytest
-from conftest import mx
 
 import mxcompat
 from mxcompat._core import facts, registry

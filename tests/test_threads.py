@@ -5,11 +5,13 @@ thread fails the test."""
 
 import threading
 
+import mxnet as mx
 import numpy as np
 import pytest
-from conftest import mx, run_threads
 
 import mxcompat
+from tests.support.models import dense_net
+from tests.support.processes import run_threads
 
 THREADS = 8
 STEPS = 25
@@ -25,12 +27,8 @@ def _onnx_here():
 
 
 def _net(prefix, seed):
-    net = mx.gluon.nn.HybridSequential(prefix=prefix)
-    with net.name_scope():
-        net.add(
-            mx.gluon.nn.Dense(6, in_units=4, activation="relu"), mx.gluon.nn.Dense(3, in_units=6)
-        )
-    net.initialize(mx.init.Uniform(0.5), ctx=mx.cpu())
+    """A thread's own net (its ``prefix``), with weights of its own (``seed``)."""
+    net = dense_net((4, 6, 3), "relu", prefix=prefix, init=mx.init.Uniform(0.5), ctx=mx.cpu())
     rng = np.random.RandomState(seed)
     for p in net.collect_params().values():
         p.set_data(mx.nd.array(rng.uniform(-1, 1, p.shape)))

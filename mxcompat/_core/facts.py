@@ -171,7 +171,7 @@ ONNX_EXPORT_OPSET_ARG = (1, 8)
 ONNX_REGISTRY_BY_OPSET = (1, 9)
 # (lowest, highest) opset each release's exporter writes correctly (onnx's checker accepts
 # its graphs and onnxruntime matches MXNet), from the release on.  Measured with onnx 1.23.2
-# and onnxruntime 1.32 on the model-zoo nets of tests/to_onnx/test_onnx.py.
+# and onnxruntime 1.32 on the model-zoo nets of tests/onnx/test_onnx.py.
 ONNX_EXPORT_OPSETS = (
     ((1, 3), (8, 8)),
     ((1, 8), (9, 12)),

@@ -7,7 +7,7 @@ other releases read removed names at run time (``np.Inf`` in the Gluon estimator
 ``numpy`` exactly the names below that the installed NumPy lacks; a name NumPy has is never
 replaced, and nothing is added in a process that never imports mxnet.  The list is every
 ``numpy.X`` that the Python code of MXNet 1.3.1 … 1.9.1 reads and some NumPy from 1.14 to 2.4
-lacks (``tests/patches/test_numpy.py`` re-derives it from the installed release's source with
+lacks (``tests/patches/test_numpy_names.py`` re-derives it from the installed release's source with
 ``ast``).  Values are the replacements NumPy itself documents:
 
 ==============================  ==================================  ===================

@@ -10,21 +10,19 @@ import textwrap
 import zipfile
 
 import pytest
-from conftest import (
-    MX_VERSION,
-    ONEDNN_FC,
-    ONEDNN_FC_RUNS,
-    ROOT,
-    applicable_patches,
-    mxcompat_cmd,
-    plain_import_works,
-    subprocess_env,
-    write,
-)
 
 import mxcompat
 from mxcompat._core import facts, registry, traps
 from mxcompat.cli.run import BOOTSTRAP
+from tests.support.processes import mxcompat_cmd, subprocess_env, write
+from tests.support.repo import ROOT
+from tests.support.stack import (
+    MX_VERSION,
+    ONEDNN_FC,
+    ONEDNN_FC_RUNS,
+    applicable_patches,
+    plain_import_works,
+)
 
 EXAMPLES = os.path.join(ROOT, "examples")
 

@@ -6,12 +6,12 @@ tests/packaging/test_install.py's."""
 import os
 
 import pytest
-from conftest import mxcompat_cmd
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
 from mxcompat._core import versions
 from mxcompat.cli import install
+from tests.support.processes import mxcompat_cmd
 
 
 def test_it_picks_the_table_row_of_the_python():

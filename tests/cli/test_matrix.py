@@ -13,8 +13,6 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import ROOT
-from support.reference_env import cache_dir
 
 from mxcompat import _envs, cli
 from mxcompat._core import settings, versions
@@ -22,6 +20,8 @@ from mxcompat.cli.matrix import runner
 from mxcompat.cli.matrix._common import FAILED, PASSED, SKIPPED
 from mxcompat.cli.matrix.display import LiveDisplay, PlainDisplay
 from mxcompat.cli.matrix.select import select
+from tests.support.reference_env import cache_dir
+from tests.support.repo import ROOT
 
 EXAMPLE = os.path.join(ROOT, "examples", "matrix_project")
 

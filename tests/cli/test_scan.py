@@ -342,7 +342,7 @@ def test_rules_lists_every_rule(capsys):
 def test_the_docs_page_renders_the_rules_table():
     # The page holds no copy: the docs build renders rules.markdown() where the directive is
     # (docs/_ext/mxcompat_docs.py); docs/test_built.py checks every rule in the built page.
-    from conftest import reference_directives
+    from tests.support.repo import reference_directives
 
     assert reference_directives("scan.md") == ["scan-rules"]
 
@@ -355,7 +355,7 @@ def test_the_rules_table_has_a_row_per_rule():
 
 
 def test_the_command_runs_from_the_cli_and_says_when_libcst_is_missing(tmpdir):
-    from conftest import run_python
+    from tests.support.processes import run_python
 
     path = _write(tmpdir, "a.py", "v = float(x.asnumpy())\n")
     proc = subprocess.run(

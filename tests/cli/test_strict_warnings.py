@@ -2,7 +2,6 @@
 ``mxcompat run -m pytest`` exactly as under ``python -m pytest``, and mxcompat's own code warns
 nothing but ``MXCompatWarning`` under ``python -X dev -W error``."""
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -10,9 +9,10 @@ import sys
 import textwrap
 
 import pytest
-from conftest import ROOT, subprocess_env
 
 import mxcompat
+from tests.support.processes import subprocess_env
+from tools import pytest_summary
 
 # A user's project as a well-kept one is set up: every warning is an error.  One test passes,
 # one imports MXNet and computes, one fails through a rewritten assertion (pytest's detail
@@ -36,19 +36,6 @@ PROJECT = {
 }
 
 _RESULT = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)", re.M)
-
-
-def _pytest_summary():
-    # The checkout's one reader of pytest's summary line (tools/ is not installed, and the
-    # checkout is not on sys.path: the tests import the installed mxcompat).
-    path = os.path.join(ROOT, "tools", "pytest_summary.py")
-    spec = importlib.util.spec_from_file_location("pytest_summary", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-pytest_summary = _pytest_summary()
 
 
 def _run_pytest(cwd, prefix, options):

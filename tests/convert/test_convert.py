@@ -9,11 +9,11 @@ up to 3 ulp of outputs near 5 (2.4e-6) with AVX2 kernels (DNNL_MAX_CPU_ISA=AVX2)
 import mxnet as mx  # noqa: E402  (after mxcompat)
 import numpy as np
 import pytest
-from conftest import run_threads  # noqa: E402
 from mxnet import autograd, gluon  # noqa: E402
 from mxnet.gluon import nn  # noqa: E402
 
 import mxcompat
+from tests.support.processes import run_threads  # noqa: E402
 
 ATOL = 1e-6
 RTOL = 1e-6

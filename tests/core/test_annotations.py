@@ -4,10 +4,10 @@ typing checks what it infers), and the annotations cost ``import mxcompat`` noth
 import inspect
 
 import pytest
-from conftest import run_python
 
 import mxcompat
 from mxcompat import cli
+from tests.support.processes import run_python
 
 FUNCTIONS = [n for n in mxcompat.__all__ if inspect.isfunction(getattr(mxcompat, n))]
 ENTRY_POINTS = [cli.main] + [command.main for command in cli.COMMANDS.values()]

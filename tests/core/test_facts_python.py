@@ -11,9 +11,9 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import run_python
 
 from mxcompat._core import facts
+from tests.support.processes import run_python
 
 NAMES = ["data_batch_%d.bin" % i for i in range(1, 6)] + ["test_batch.bin"]
 

@@ -4,9 +4,9 @@ import ast
 import os
 import sys
 
-from conftest import ROOT, write
-
 from mxcompat._core import hooks
+from tests.support.processes import write
+from tests.support.repo import ROOT
 
 
 def test_a_callback_waits_for_the_module_and_runs_once_after_its_code(tmp_path, monkeypatch):

@@ -11,10 +11,11 @@ import json
 import sys
 
 import pytest
-from conftest import MX_VERSION, applicable_patches, mxcompat_cmd, plain_import_works, run_python
-from conftest import write as write_file
 
 from mxcompat._core import facts
+from tests.support.processes import mxcompat_cmd, run_python
+from tests.support.processes import write as write_file
+from tests.support.stack import MX_VERSION, applicable_patches, plain_import_works
 
 NUMPY = sys.modules["numpy"]
 NUMPY_MAJOR = facts.parse_version(NUMPY.__version__)[0]
@@ -37,8 +38,8 @@ with warnings.catch_warnings(record=True) as caught:
         served.append(np.asscalar(np.array([7.5])))
         served.append(np.asscalar(np.array([1.5])))
 ours = [str(w.message) for w in caught if type(w.message).__name__ == "MXCompatWarning"]
-from mxcompat.numpy_legacy import enabled
-print(json.dumps([served, ours, enabled()]))
+import importlib  # the module: `mxcompat.numpy_legacy` is the public function of that name
+print(json.dumps([served, ours, importlib.import_module("mxcompat.numpy_legacy").enabled()]))
 """
 
 

@@ -6,12 +6,13 @@ import os
 import zipfile
 
 import pytest
-from conftest import ROOT, run_python
 
 import mxcompat
 from mxcompat import _envs
 from mxcompat._core import registry
 from mxcompat.cli.matrix import runner
+from tests.support.processes import run_python
+from tests.support.repo import ROOT
 
 PACKAGE = os.path.join(ROOT, "mxcompat")
 

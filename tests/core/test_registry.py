@@ -73,7 +73,9 @@ def assert_each_once(active):
             assert stack == want, (t.path, stack, want)
 """
 
-from conftest import ROOT, applicable_patches, run_threads  # noqa: E402
+from tests.support.processes import run_threads  # noqa: E402
+from tests.support.repo import ROOT  # noqa: E402
+from tests.support.stack import applicable_patches  # noqa: E402
 
 ALL = applicable_patches()
 
@@ -542,7 +544,7 @@ def test_import_under_optimize_flags(flag):
     import subprocess
     import sys
 
-    from conftest import subprocess_env
+    from tests.support.processes import subprocess_env
 
     # patch_names() loads every patch module, as `import mxnet` would.
     code = (
@@ -583,7 +585,7 @@ def test_one_message_per_warning_under_logging_basic_config(python):
     import subprocess
     import sys
 
-    from conftest import subprocess_env
+    from tests.support.processes import subprocess_env
 
     for mode, want in (("default", 1), ("ignore", 0)):
         proc = subprocess.run(

@@ -3,17 +3,16 @@ page, the patches and the ``mxcompat check`` lines."""
 
 import os
 
-from conftest import ROOT
-
 import mxcompat
 from mxcompat._core import traps
 from mxcompat.cli.check import runner
+from tests.support.repo import ROOT
 
 
 def test_the_troubleshooting_page_renders_the_list_and_holds_no_copy():
     # docs/troubleshooting.md renders traps.markdown() at build time (docs/test_built.py
     # checks every row in the built page); no page or README may keep a hand-made copy.
-    from conftest import reference_directives
+    from tests.support.repo import reference_directives
 
     assert reference_directives("troubleshooting.md") == ["traps"]
     for path in [os.path.join(ROOT, "README.md")] + [

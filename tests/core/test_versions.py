@@ -7,9 +7,9 @@ import os
 import re
 
 import pytest
-from conftest import ROOT
 
 from mxcompat._core import versions
+from tests.support.repo import ROOT
 
 TOX_INI = os.path.join(ROOT, "tox.ini")
 README = os.path.join(ROOT, "README.md")
@@ -263,7 +263,7 @@ def test_the_supported_versions_table_shows_every_combination_as_the_table_says(
 
 @needs_checkout
 def test_the_supported_versions_page_renders_the_table():
-    from conftest import reference_directives
+    from tests.support.repo import reference_directives
 
     assert reference_directives("supported-versions.md") == ["supported", "versions"]
 

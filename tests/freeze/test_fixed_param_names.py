@@ -3,22 +3,16 @@ legacy code that reads it (e.g. to log "Fixed model parameters") sees the regist
 
 import mxnet as mx
 import pytest
-from conftest import ONEDNN_FC_RUNS
 
 import mxcompat
+from tests.support.models import mlp_symbol, regression_module
+from tests.support.stack import ONEDNN_FC_RUNS
 
 BATCH = 2
 
 
-def _symbol(hidden=3):
-    data = mx.sym.var("data")
-    net = mx.sym.FullyConnected(data, num_hidden=hidden, name="fc1")
-    net = mx.sym.FullyConnected(mx.sym.relu(net), num_hidden=2, name="fc2")
-    return mx.sym.LinearRegressionOutput(net, name="lro")
-
-
-def _module(**kwargs):
-    return mx.mod.Module(_symbol(), label_names=("lro_label",), **kwargs)
+# data (BATCH, 4) -> fc1 (3) -> relu -> fc2 (2) -> lro
+MODEL = {"hidden": 3, "outputs": 2, "activation": "relu"}
 
 
 def _bind(mod):
@@ -28,7 +22,7 @@ def _bind(mod):
 
 
 def test_module_lists_its_own_and_the_registrys_names_in_parameter_order():
-    mod = _module(fixed_param_names=["fc2_bias"])
+    mod = regression_module(mlp_symbol(**MODEL), fixed_param_names=["fc2_bias"])
     assert mod._fixed_param_names == ["fc2_bias"]
     mxcompat.freeze("fc1_*")
     assert mod._fixed_param_names == ["fc2_bias", "fc1_weight", "fc1_bias"]
@@ -43,7 +37,7 @@ def test_module_lists_its_own_and_the_registrys_names_in_parameter_order():
 
 
 def test_assignment_sets_the_modules_own_names_only():
-    mod = _module()
+    mod = regression_module(mlp_symbol(**MODEL))
     mxcompat.freeze("fc1_weight")
     mod._fixed_param_names = mod._fixed_param_names + ["fc2_weight"]
     assert mod._fixed_param_names == ["fc2_weight", "fc1_weight"]  # own names first
@@ -60,7 +54,7 @@ def test_bind_sees_the_modules_own_names():
     # The freeze patch decides what the registry adds to a bind; a rebind after unfreeze
     # gives the unfrozen bias a gradient again.
     mxcompat.freeze("fc2_bias")
-    mod = _bind(_module(fixed_param_names=["fc1_bias"]))
+    mod = _bind(regression_module(mlp_symbol(**MODEL), fixed_param_names=["fc1_bias"]))
     assert mod._exec_group.grad_req["fc2_bias"] == "null"
     assert mod._exec_group.grad_req["fc1_bias"] == "null"
     assert mod._fixed_param_names == ["fc1_bias", "fc2_bias"]
@@ -71,7 +65,7 @@ def test_bind_sees_the_modules_own_names():
 
 
 def test_changed_in_place_changes_the_modules_own_list():
-    mod = _module(fixed_param_names=["fc2_bias"])
+    mod = regression_module(mlp_symbol(**MODEL), fixed_param_names=["fc2_bias"])
     mxcompat.freeze("fc1_weight")
     mod._fixed_param_names.append("fc2_weight")
     mod._fixed_param_names += ["fc1_bias"]
@@ -96,13 +90,13 @@ def test_bind_keeps_a_frozen_fc_weight_off_null_where_it_would_stop_its_bias():
     # Were the registry's names read inside bind, MXNet would give fc1_weight 'null' and
     # oneDNN would stop fc1_bias (freeze keeps it off 'null' and skips its update instead).
     mxcompat.freeze("fc1_weight")
-    mod = _bind(_module())
+    mod = _bind(regression_module(mlp_symbol(**MODEL)))
     assert mod._exec_group.grad_req["fc1_weight"] == "write"
     assert mod._fixed_param_names == ["fc1_weight"]
 
 
 def _sym_gen(key):
-    return _symbol(), ("data",), ("lro_label",)
+    return mlp_symbol(**MODEL), ("data",), ("lro_label",)
 
 
 def test_bucketing_module_lists_the_registrys_names_once_bound():
@@ -128,7 +122,7 @@ def test_bucketing_module_lists_the_registrys_names_once_bound():
 
 def test_report_and_to_gluon_are_unchanged():
     mxcompat.freeze("fc1_*")
-    mod = _bind(_module(fixed_param_names=["fc2_bias"]))
+    mod = _bind(regression_module(mlp_symbol(**MODEL), fixed_param_names=["fc2_bias"]))
     assert mxcompat.frozen_report(mod).frozen == ("fc1_weight", "fc1_bias", "fc2_bias")
     # to_gluon gives grad_req 'null' to the module's own fixed names only: the registry
     # freezes Gluon parameters by their own names.
@@ -138,7 +132,7 @@ def test_report_and_to_gluon_are_unchanged():
 
 
 def test_without_the_patch_the_attribute_is_mxnets(unpatched):
-    mod = _module(fixed_param_names=["fc2_bias"])
+    mod = regression_module(mlp_symbol(**MODEL), fixed_param_names=["fc2_bias"])
     mxcompat.freeze("fc1_*")
     assert type(mod._fixed_param_names) is list
     assert mod._fixed_param_names == ["fc2_bias"]
@@ -146,7 +140,7 @@ def test_without_the_patch_the_attribute_is_mxnets(unpatched):
 
 def test_modules_built_before_the_patch_are_read_through_it():
     mxcompat.unpatch("fixed_param_names")
-    mod = _module(fixed_param_names=["fc2_bias"])
+    mod = regression_module(mlp_symbol(**MODEL), fixed_param_names=["fc2_bias"])
     mxcompat.patch("fixed_param_names")
     mxcompat.freeze("fc1_bias")
     assert mod._fixed_param_names == ["fc2_bias", "fc1_bias"]
@@ -156,7 +150,7 @@ def test_modules_built_before_the_patch_are_read_through_it():
 
 def test_needs_the_freeze_patch():
     # With freeze off nothing is frozen, so nothing is listed.
-    mod = _module()
+    mod = regression_module(mlp_symbol(**MODEL))
     mxcompat.freeze("fc1_*")
     mxcompat.unpatch("freeze")
     assert mod._fixed_param_names == []

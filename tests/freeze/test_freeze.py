@@ -14,10 +14,11 @@ import warnings
 import mxnet as mx
 import numpy as np
 import pytest
-from conftest import ONEDNN_FC
 from mxnet import autograd, gluon
 
 import mxcompat
+from tests.support.models import dense_net, mlp_symbol, regression_module
+from tests.support.stack import ONEDNN_FC
 
 FROZEN = ("fc1_weight", "fc2_b*")  # an exact name and a glob
 FROZEN_NAMES = {"fc1_weight", "fc2_bias"}
@@ -39,28 +40,18 @@ def _ours(record):
 
 
 def _symbol(big=False):
-    data = mx.sym.Variable("data")
-    hidden = mx.sym.Activation(
-        mx.sym.FullyConnected(data, num_hidden=5, name="fc1"), act_type="tanh"
-    )
-    out = mx.sym.LinearRegressionOutput(
-        mx.sym.FullyConnected(hidden, num_hidden=3, name="fc2"), name="lro"
-    )
+    """``mlp_symbol()``: data (BATCH, 4) -> fc1 (5) -> tanh -> fc2 (3) -> lro; ``big`` adds a
+    weight of > 16M elements, for which MXNet turns update_on_kvstore off for a 'local'
+    kvstore (all releases)."""
+    out = mlp_symbol()
     if not big:
         return out
-    # > 16M elements: MXNet turns update_on_kvstore off for a 'local' kvstore (all releases).
     big_w = mx.sym.Variable("big_weight", shape=(4097, 4096), dtype="float32")
     return mx.sym.Group([out, mx.sym.MakeLoss(mx.sym.sum(mx.sym.square(big_w)) * 1e-3)])
 
 
 def _module(contexts=None, big=False, **kwargs):
-    return mx.mod.Module(
-        _symbol(big),
-        data_names=("data",),
-        label_names=("lro_label",),
-        context=contexts or mx.cpu(),
-        **kwargs,
-    )
+    return regression_module(_symbol(big), context=contexts or mx.cpu(), **kwargs)
 
 
 def _batches(n=3):
@@ -867,15 +858,16 @@ def test_unpatched_mxnet_ignores_the_registry(unpatched):
 
 
 def _gluon_net(contexts):
-    net = gluon.nn.HybridSequential(prefix="net_")
-    with net.name_scope():
-        net.add(
-            gluon.nn.Dense(5, in_units=4, activation="tanh", prefix="fc1_"),
-            gluon.nn.Dense(3, in_units=5, prefix="fc2_"),
-        )
-    mx.random.seed(1)
-    net.initialize(mx.init.Uniform(0.5), ctx=contexts)
-    return net
+    """The Module's network in Gluon: net_fc1_* (5, tanh) and net_fc2_* (3)."""
+    return dense_net(
+        (4, 5, 3),
+        "tanh",
+        prefix="net_",
+        layer_names=True,
+        init=mx.init.Uniform(0.5),
+        seed=1,
+        ctx=contexts,
+    )
 
 
 G_FROZEN = ("net_fc1_weight", "net_fc2_b*")

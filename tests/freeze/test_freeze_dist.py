@@ -11,7 +11,8 @@ import os
 
 import numpy as np
 import pytest
-from support.ps_cluster import run_cluster
+
+from tests.support.ps_cluster import run_cluster
 
 WORKER = r"""
 import os, sys

@@ -46,7 +46,7 @@ def _data(seed, n=4):
 # --- Module -------------------------------------------------------------------------------------
 
 
-def _symbol():
+def _conv_bn_symbol():
     data = mx.sym.var("data")
     net = mx.sym.Convolution(data, num_filter=4, kernel=(3, 3), name="conv0")
     net = mx.sym.BatchNorm(net, fix_gamma=False, name="bn0")
@@ -58,7 +58,7 @@ def _symbol():
 
 
 def _bound_module():
-    mod = mx.mod.Module(_symbol(), label_names=("lro_label",))
+    mod = mx.mod.Module(_conv_bn_symbol(), label_names=("lro_label",))
     mod.bind(data_shapes=[("data", (BATCH, 3, 6, 6))], label_shapes=[("lro_label", (BATCH, 2))])
     mx.random.seed(3)
     mod.init_params(mx.init.Uniform(0.5))

@@ -10,25 +10,15 @@ is where plain MXNet stops the bias.
 import mxnet as mx
 import numpy as np
 import pytest
-from conftest import ONEDNN_FC, ONEDNN_FC_RUNS, applicable_patches
 
 import mxcompat
 from mxcompat.freeze import onednn_fc_bias
+from tests.support.models import mlp_symbol, regression_module
+from tests.support.stack import ONEDNN_FC, ONEDNN_FC_RUNS, applicable_patches
 
 BATCH = 4
 SGD = {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01}
 TWO = [mx.cpu(0), mx.cpu(1)]
-
-
-def _symbol(regression=False):
-    data = mx.sym.Variable("data")
-    hidden = mx.sym.Activation(
-        mx.sym.FullyConnected(data, num_hidden=5, name="fc1"), act_type="tanh"
-    )
-    out = mx.sym.FullyConnected(hidden, num_hidden=3, name="fc2")
-    if regression:  # for fit, which wants labels
-        return mx.sym.LinearRegressionOutput(out, name="lro")
-    return mx.sym.MakeLoss(mx.sym.sum(mx.sym.square(out)))
 
 
 def _batch(size=BATCH):
@@ -56,7 +46,10 @@ def _train(
     module=None,
 ):
     mod = module or mx.mod.Module(
-        _symbol(), label_names=None, context=contexts or mx.cpu(), fixed_param_names=fixed
+        mlp_symbol(head="loss"),
+        label_names=None,
+        context=contexts or mx.cpu(),
+        fixed_param_names=fixed,
     )
     mod.bind(data_shapes=[("data", (BATCH, 4))], grad_req=grad_req)
     mx.random.seed(1)
@@ -93,7 +86,7 @@ def _only_fixed(*names):
 
 
 def test_listed_exactly_on_the_mkldnn_builds_from_1_7():
-    # ONEDNN_FC comes from the build's feature list (conftest), not from the patch.
+    # ONEDNN_FC comes from the build's feature list (tests/support/stack.py), not from the patch.
     assert ("onednn_fc_bias" in mxcompat.patched()) == ONEDNN_FC
     assert "onednn_fc_bias" in mxcompat.patch_names()
     assert ("onednn_fc_bias" in applicable_patches()) == ONEDNN_FC
@@ -182,9 +175,8 @@ def test_fit_keeps_the_weight_fixed():
         batch_size=BATCH,
         label_name="lro_label",
     )
-    mod = mx.mod.Module(
-        _symbol(regression=True), label_names=("lro_label",), fixed_param_names=["fc1_weight"]
-    )
+    # The regression head: fit wants labels.
+    mod = regression_module(fixed_param_names=["fc1_weight"])
     mod.bind(data_shapes=it.provide_data, label_shapes=it.provide_label)
     mx.random.seed(1)
     mod.init_params(mx.init.Uniform(0.5))
@@ -195,7 +187,7 @@ def test_fit_keeps_the_weight_fixed():
 
 def test_bucketing_module_keeps_the_weight_fixed():
     def sym_gen(key):
-        return _symbol(), ("data",), None
+        return mlp_symbol(head="loss"), ("data",), None
 
     mod = mx.mod.BucketingModule(
         sym_gen, default_bucket_key=4, context=mx.cpu(), fixed_param_names=["fc1_weight"]
@@ -227,7 +219,7 @@ def test_weight_and_bias_fixed_together_stay_null():
 def test_grad_req_list_and_explicit_dict_entries_stay_mxnets():
     # MXNet ignores fixed_param_names for a grad_req list, and an explicit dict entry wins:
     # the weight trains there in MXNet, and so it does here (nothing is held).
-    names = _symbol().list_arguments()
+    names = mlp_symbol(head="loss").list_arguments()
     for grad_req in (["null" if n == "data" else "write" for n in names], {"fc1_weight": "write"}):
         mod, start, end = _train(["fc1_weight"], grad_req=grad_req)
         assert _moved(start, end) == ALL_TRAIN, grad_req
@@ -238,7 +230,7 @@ def test_grad_req_list_and_explicit_dict_entries_stay_mxnets():
 
 
 def test_predict_binds_are_untouched():
-    mod = mx.mod.Module(_symbol(), label_names=None, fixed_param_names=["fc1_weight"])
+    mod = mx.mod.Module(mlp_symbol(head="loss"), label_names=None, fixed_param_names=["fc1_weight"])
     mod.bind(data_shapes=[("data", (BATCH, 4))], for_training=False)
     assert mod._exec_group.grad_req["fc1_weight"] == "null"
     assert mod._exec_group.grad_arrays is None
@@ -261,7 +253,7 @@ def test_unpatching_later_keeps_a_bound_module_held():
 
 
 def test_decision_is_cpu_contexts_only():
-    sym, fixed = _symbol(), ["fc1_weight"]
+    sym, fixed = mlp_symbol(head="loss"), ["fc1_weight"]
     on_cpu = frozenset(["fc1_weight"]) if ONEDNN_FC else frozenset()
     for contexts, expected in (
         ([mx.cpu()], on_cpu),
@@ -298,13 +290,19 @@ def _group_grad_req(mod):
 
 def test_gpu_module_gets_mxnets_null_and_no_extra_gradient():
     gpu = mx.mod.Module(
-        _symbol(), label_names=None, context=mx.gpu(0), fixed_param_names=["fc1_weight"]
+        mlp_symbol(head="loss"),
+        label_names=None,
+        context=mx.gpu(0),
+        fixed_param_names=["fc1_weight"],
     )
     assert _group_grad_req(gpu)["fc1_weight"] == "null"
     assert gpu._fixed_param_names == ["fc1_weight"]
     # The same module on the CPU, through the same path: kept off 'null' on ONEDNN_FC.
     cpu = mx.mod.Module(
-        _symbol(), label_names=None, context=mx.cpu(), fixed_param_names=["fc1_weight"]
+        mlp_symbol(head="loss"),
+        label_names=None,
+        context=mx.cpu(),
+        fixed_param_names=["fc1_weight"],
     )
     assert _group_grad_req(cpu)["fc1_weight"] == ("write" if ONEDNN_FC else "null")
 
@@ -312,7 +310,7 @@ def test_gpu_module_gets_mxnets_null_and_no_extra_gradient():
 def test_frozen_fc_weight_on_gpu_gets_null():
     # The registry follows the same rule: no extra gradient on GPU contexts.
     mxcompat.freeze("fc1_weight")
-    gpu = mx.mod.Module(_symbol(), label_names=None, context=mx.gpu(0))
+    gpu = mx.mod.Module(mlp_symbol(head="loss"), label_names=None, context=mx.gpu(0))
     assert _group_grad_req(gpu)["fc1_weight"] == "null"
     # The registry's names are read, never stored (patch fixed_param_names lists them).
     assert gpu._fixed_param_names.own == []

@@ -15,12 +15,12 @@ import os
 import subprocess
 
 import pytest
-from conftest import ROOT
 
 import mxcompat
 from mxcompat import _envs
 from mxcompat._core import settings
 from mxcompat.cli import install
+from tests.support.repo import ROOT
 
 # Every step is bounded: a hung download fails the test instead of the CI job.
 STEP_TIMEOUT = 600

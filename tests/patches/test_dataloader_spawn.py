@@ -9,12 +9,14 @@ there, as under pytest) and a hard timeout; batches are compared with ``num_work
 
 import sys
 
+import mxnet as mx
 import pytest
-from conftest import glibc_refuses_exec_stack, mx, run_python
-from support import dataloader_kinds
 
 import mxcompat
 from mxcompat._core import facts
+from tests.support import dataloader_kinds
+from tests.support.processes import run_python
+from tests.support.stack import glibc_refuses_exec_stack
 
 LINUX = pytest.mark.skipif(
     not sys.platform.startswith("linux"),

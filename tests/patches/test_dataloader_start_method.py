@@ -11,12 +11,13 @@ there.  Each runs in a fresh interpreter with a hard timeout.
 import subprocess
 import sys
 
+import mxnet as mx
 import pytest
-from conftest import mx, mxcompat_cmd, run_python, subprocess_env, write
-from support import dataloader_kinds
 
 import mxcompat
 from mxcompat._core import facts
+from tests.support import dataloader_kinds
+from tests.support.processes import mxcompat_cmd, run_python, subprocess_env, write
 
 CHANGED = sys.platform.startswith("linux") and facts.python_since(facts.PYTHON_FORKSERVER_DEFAULT)
 NOT_FORK_DEFAULT = pytest.mark.skipif(

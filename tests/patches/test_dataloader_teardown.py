@@ -7,10 +7,11 @@ import gc
 import signal
 import time
 
+import mxnet as mx
 import pytest
-from conftest import mx, run_python
 
 import mxcompat
+from tests.support.processes import run_python
 
 POOL = pytest.mark.mxnet(
     ">=1.4", reason="1.3's DataLoader runs its own worker processes, not a multiprocessing.Pool"

@@ -19,18 +19,13 @@ import zipfile
 
 import mxnet as mx
 import pytest
-from conftest import (
-    glibc_refuses_exec_stack,
-    mxcompat_cmd,
-    run_python,
-    subprocess_env,
-    write,
-)
 
 import mxcompat
 from mxcompat._core import facts, settings
 from mxcompat.patches import exec_stack
 from mxcompat.patches.exec_stack import copies, elf
+from tests.support.processes import mxcompat_cmd, run_python, subprocess_env, write
+from tests.support.stack import glibc_refuses_exec_stack
 
 # MXNet's own find_lib_path (the patch gave it back once mxnet.base had loaded).
 INSTALLED = os.path.realpath(mx.libinfo.find_lib_path()[0])

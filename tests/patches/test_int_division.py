@@ -16,9 +16,10 @@ import sys
 import tempfile
 
 import pytest
-from conftest import MX_VERSION, subprocess_env
 
 from mxcompat._core import facts
+from tests.support.processes import subprocess_env
+from tests.support.stack import MX_VERSION
 
 X = [0, 3, 7, 100]  # a 0 in it for the reflected forms (0.5 / x)
 Y = [2, 0, 2, 3]  # an integer divisor holding a 0
@@ -294,7 +295,7 @@ def surviving_cases(front):
 
 
 def _run(cases, env):
-    # Not conftest.run_python: the cases go in as an argument.
+    # Not processes.run_python: the cases go in as an argument.
     return subprocess.run(
         [sys.executable, "-c", ONE_PROCESS, json.dumps(cases)],
         capture_output=True,

@@ -4,9 +4,9 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import applicable_patches, subprocess_env
-
 import mxcompat
+from tests.support.processes import subprocess_env
+from tests.support.stack import applicable_patches
 
 PROGRAM = textwrap.dedent("""
     import mxcompat, mxnet as mx

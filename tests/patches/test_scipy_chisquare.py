@@ -2,12 +2,13 @@
 the p-value SciPy < 1.7 computed, where SciPy 1.7+ refuses expected counts that do not sum to
 the observed total; users' own ``scipy.stats.chisquare`` is left as SciPy makes it."""
 
+import mxnet as mx
 import numpy as np
 import pytest
-from conftest import mx, run_python
 
 import mxcompat
 from mxcompat._core import facts, registry
+from tests.support.processes import run_python
 
 try:
     import scipy.stats as stats

@@ -19,10 +19,10 @@ import json
 import os
 
 import numpy as np
-from support.ps_cluster import run_cluster
 
 import mxcompat
 from mxcompat._core import facts
+from tests.support.ps_cluster import run_cluster
 
 RACE = facts.since(facts.TRAINER_LAZY_KVSTORE_RACE)
 

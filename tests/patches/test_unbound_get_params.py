@@ -12,9 +12,9 @@ import sys
 import mxnet as mx
 import numpy as np
 import pytest
-from conftest import subprocess_env
 
 from mxcompat._core import facts
+from tests.support.processes import subprocess_env
 
 UNBOUND_MESSAGE = (
     "mxcompat: Module.get_params(): the module has no parameters yet; bind it "

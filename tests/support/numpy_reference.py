@@ -7,11 +7,11 @@ clip_global_norm, SGD and Adam, hybridized or not), ``Module.fit``/``score``/``p
 every metric, save/load of parameters and checkpoints, recordio packing and ``while_loop``; every
 result becomes a NumPy array (values, dtype names and type names as strings).
 
-``tests/patches/test_numpy.py`` runs it in-process (mxcompat patched) and, as the reference,
-in a fresh process of the reference environment (``reference_env``) that never imports
-mxcompat::
+``tests/patches/test_numpy_reference.py`` runs it in-process (mxcompat patched) and, as the
+reference, in a fresh process of the reference environment (``reference_env``) that never
+imports mxcompat::
 
-    python tests/support/numpy_reference.py OUT.npz
+    python -m tests.support.numpy_reference OUT.npz     (in the checkout's root)
 
 Nothing is stored: the last bits of a training step depend on the CPU (see
 ``reference_env``).  Code here runs on Python 3.7 and NumPy 1.14 too.
@@ -21,6 +21,8 @@ import os
 import sys
 import tempfile
 from collections import OrderedDict
+
+from . import models
 
 
 class Recorder:
@@ -221,16 +223,7 @@ def _set_params(np, mx, params):
 
 
 def _net(mx, hybrid):
-    from mxnet import gluon
-
-    net = gluon.nn.HybridSequential(prefix="net_")
-    with net.name_scope():
-        net.add(gluon.nn.Dense(5, activation="relu", in_units=4))
-        net.add(gluon.nn.Dense(3, in_units=5))
-    net.initialize(mx.init.Zero())
-    if hybrid:
-        net.hybridize()
-    return net
+    return models.dense_net((4, 5, 3), "relu", prefix="net_", init=mx.init.Zero(), hybridize=hybrid)
 
 
 def _data(np):
@@ -288,17 +281,9 @@ def gluon_training(rec, np, mx):
             )
 
 
-def _symbol(mx):
-    data = mx.sym.var("data")
-    fc1 = mx.sym.FullyConnected(data, num_hidden=5, name="fc1")
-    act = mx.sym.Activation(fc1, act_type="relu", name="relu1")
-    fc2 = mx.sym.FullyConnected(act, num_hidden=3, name="fc2")
-    return mx.sym.SoftmaxOutput(fc2, name="softmax")
-
-
 def module_fit(rec, np, mx, tmp):
     x, y = _data(np)
-    sym = _symbol(mx)
+    sym = models.mlp_symbol(5, 3, "relu", "softmax", activation_name="relu1")
     arg_params = OrderedDict()
     shapes = dict(zip(sym.list_arguments(), sym.infer_shape(data=(8, 4))[0]))
     for i, name in enumerate(sorted(shapes)):

@@ -32,8 +32,7 @@ from mxcompat._core import facts, settings, versions
 from mxcompat.patches import exec_stack
 
 from . import numpy_reference
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from .repo import ROOT
 
 # The stack MXNet's Python layer is judged against: every release 1.3.1 … 1.9.1 imports and
 # trains on it without mxcompat.  It is 1.9.1's row of mxcompat's versions table (Python 3.11:
@@ -130,10 +129,11 @@ def compute_reference(python, env):
     env = exec_stack.without_mxcompat(dict(os.environ if env is None else env))
     try:
         proc = subprocess.run(
-            [python, os.path.join(HERE, "numpy_reference.py"), out],
+            [python, "-m", "tests.support.numpy_reference", out],
             capture_output=True,
             text=True,
             env=env,
+            cwd=ROOT,
             timeout=600,
         )
         if proc.returncode != 0:

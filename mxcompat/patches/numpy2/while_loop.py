@@ -6,7 +6,7 @@ array of its element.
 
 Where MXNet's own code makes Python scalars (``tests/support/mxnet_scalar_conversions.py``, an
 ``ast`` scan of 1.3.1 … 1.9.1; every candidate run on 1.9.1 and 1.5.1 with NumPy 2.5.5 and
-compared with NumPy 1.23.5; ``tests/patches/test_numpy.py`` holds the verdict of each of the
+compared with NumPy 1.23.5; ``tests/patches/test_numpy2.py`` holds the verdict of each of the
 82 and fails on a new one):
 
 ===================================================  ===================================

@@ -15,11 +15,12 @@ import sys
 import mxnet as mx
 import numpy as np
 import pytest
-from conftest import MX_VERSION, run_python
 
 import mxcompat
 from mxcompat._core import facts
 from mxcompat.onnx import mxnet_exporter, verify
+from tests.support.processes import run_python
+from tests.support.stack import MX_VERSION
 
 try:
     import onnx
@@ -80,7 +81,7 @@ ARCHS = {
 }
 
 
-def _net(name):
+def _zoo_net(name):
     side = ARCHS[name][0]
     mx.random.seed(7)
     net = mx.gluon.model_zoo.vision.get_model(name, classes=10)
@@ -105,7 +106,7 @@ def test_model_zoo(name):
         pytest.skip(
             "run on MXNet %s only (CI time)" % ", ".join("%d.%d" % v for v in sorted(run_on))
         )
-    net, x, expected = _net(name)
+    net, x, expected = _zoo_net(name)
     if not facts.since(since):
         error, message = before
         with pytest.raises(error) as info:
@@ -170,7 +171,7 @@ def test_module_with_softmax_output_bound_and_loaded(tmpdir):
 
 @needs_onnx
 def test_in_memory_unless_path(tmpdir):
-    net, x, expected = _net("mobilenet0.25")
+    net, x, expected = _zoo_net("mobilenet0.25")
     before = set(os.listdir(str(tmpdir)))
     cwd = os.getcwd()
     os.chdir(str(tmpdir))
@@ -189,7 +190,7 @@ def test_in_memory_unless_path(tmpdir):
 def test_onnx_is_unchanged_outside_an_export():
     had_mapping = hasattr(onnx, "mapping")
     opset_version, check_graph = onnx.defs.onnx_opset_version, onnx.checker.check_graph
-    net, x, _ = _net("mobilenet0.25")
+    net, x, _ = _zoo_net("mobilenet0.25")
     seen = {}
 
     def during(wrapped, instance, args, kwargs):
@@ -341,7 +342,7 @@ def test_patch_imports_no_more_of_onnx_than_mxnet_does():
 def _mxcompat(*args):
     import subprocess
 
-    from conftest import subprocess_env
+    from tests.support.processes import subprocess_env
 
     return subprocess.run(
         [sys.executable, "-m", "mxcompat"] + list(args),

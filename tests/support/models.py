@@ -1,0 +1,71 @@
+"""The small models the tests build, one builder per kind, parametrised where tests differ.
+
+Every builder names its parameters the same way on every call (``fc1_weight``, ``fc2_bias``;
+Gluon's under the block's ``prefix``), since the tests freeze and compare them by name.  Also
+imported by ``numpy_reference`` in the reference environment, which never imports mxcompat:
+nothing here does either.
+"""
+
+import mxnet as mx
+
+
+def mlp_symbol(hidden=5, outputs=3, activation="tanh", head="regression", activation_name=None):
+    """``data`` -> ``fc1`` (``hidden`` units) -> ``activation`` -> ``fc2`` (``outputs``) -> the
+    head: ``"regression"`` (``LinearRegressionOutput`` ``lro``, label ``lro_label``),
+    ``"softmax"`` (``SoftmaxOutput`` ``softmax``, label ``softmax_label``) or ``"loss"``
+    (``MakeLoss`` of the sum of squares: no label)."""
+    data = mx.sym.var("data")
+    hidden = mx.sym.Activation(
+        mx.sym.FullyConnected(data, num_hidden=hidden, name="fc1"),
+        act_type=activation,
+        name=activation_name,
+    )
+    out = mx.sym.FullyConnected(hidden, num_hidden=outputs, name="fc2")
+    if head == "regression":
+        return mx.sym.LinearRegressionOutput(out, name="lro")
+    if head == "softmax":
+        return mx.sym.SoftmaxOutput(out, name="softmax")
+    if head == "loss":
+        return mx.sym.MakeLoss(mx.sym.sum(mx.sym.square(out)))
+    raise ValueError("head: regression, softmax or loss, not %r" % (head,))
+
+
+def regression_module(symbol=None, **kwargs):
+    """A Module over ``symbol`` (``mlp_symbol()`` by default) with its regression head's label
+    ``lro_label``; ``kwargs`` go to ``Module``."""
+    return mx.mod.Module(
+        mlp_symbol() if symbol is None else symbol, label_names=("lro_label",), **kwargs
+    )
+
+
+def dense_net(
+    units,
+    activation=None,
+    prefix=None,
+    layer_names=False,
+    init=None,
+    seed=None,
+    ctx=None,
+    hybridize=False,
+):
+    """A ``HybridSequential`` of two ``Dense`` layers, ``units`` = (inputs, hidden, outputs),
+    ``activation`` on the first; its layers named ``fc1_``/``fc2_`` with ``layer_names``
+    (else Gluon's ``dense0_``/``dense1_``), initialised with ``init`` (Gluon's default
+    without), after ``mx.random.seed(seed)`` if given, on ``ctx``."""
+    inputs, hidden, outputs = units
+    net = mx.gluon.nn.HybridSequential(prefix=prefix)
+    names = ("fc1_", "fc2_") if layer_names else (None, None)
+    with net.name_scope():
+        net.add(
+            mx.gluon.nn.Dense(hidden, in_units=inputs, activation=activation, prefix=names[0]),
+            mx.gluon.nn.Dense(outputs, in_units=hidden, prefix=names[1]),
+        )
+    if seed is not None:
+        mx.random.seed(seed)
+    if init is None:
+        net.initialize(ctx=ctx)
+    else:
+        net.initialize(init, ctx=ctx)
+    if hybridize:
+        net.hybridize()
+    return net
