@@ -15,9 +15,9 @@ import warnings
 import mxnet as mx
 import numpy as np
 import pytest
-from support.ps_cluster import run_cluster
 
 import mxcompat
+from tests.support.ps_cluster import run_cluster
 
 freeze_binding = importlib.import_module("mxcompat.freeze.binding")
 
