@@ -7,6 +7,7 @@ nothing here does either.
 """
 
 import mxnet as mx
+import numpy as np
 
 
 def mlp_symbol(hidden=5, outputs=3, activation="tanh", head="regression", activation_name=None):
@@ -69,3 +70,31 @@ def dense_net(
     if hybridize:
         net.hybridize()
     return net
+
+
+# The language model of the torch converter's tests: embedding, a 2-layer bidirectional LSTM
+# or GRU (MXNet's fused RNN operator), a Dense over every step.
+VOCAB, EMBED, HIDDEN, STEPS, BATCH = 30, 8, 6, 5, 3
+
+
+class LanguageModel(mx.gluon.HybridBlock):
+    def __init__(self, cell, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.embed = mx.gluon.nn.Embedding(VOCAB, EMBED)
+            layer = mx.gluon.rnn.LSTM if cell == "lstm" else mx.gluon.rnn.GRU
+            self.rnn = layer(HIDDEN, num_layers=2, bidirectional=True, input_size=EMBED)
+            self.out = mx.gluon.nn.Dense(VOCAB, flatten=False, in_units=2 * HIDDEN)
+
+    def hybrid_forward(self, F, x):
+        return self.out(self.rnn(self.embed(x)))
+
+
+def language_model(cell, seed=0):
+    mx.random.seed(seed)
+    net = LanguageModel(cell)
+    net.initialize(mx.init.Uniform(0.5))
+    net.hybridize()
+    tokens = mx.nd.array(np.random.RandomState(seed).randint(0, VOCAB, (STEPS, BATCH)))
+    net(tokens)
+    return net, tokens

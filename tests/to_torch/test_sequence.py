@@ -9,39 +9,14 @@ import importlib.util
 import mxnet as mx
 import numpy as np
 import pytest
-from mxnet import gluon
 
 import mxcompat
+from tests.support.models import BATCH, STEPS, language_model
 
 _SPEC = importlib.util.find_spec("torch")
 pytestmark = pytest.mark.skipif(
     _SPEC is None or _SPEC.origin is None, reason="needs torch (the torch extra)"
 )
-
-VOCAB, EMBED, HIDDEN, STEPS, BATCH = 30, 8, 6, 5, 3
-
-
-class LanguageModel(gluon.HybridBlock):
-    def __init__(self, cell, **kwargs):
-        super().__init__(**kwargs)
-        with self.name_scope():
-            self.embed = gluon.nn.Embedding(VOCAB, EMBED)
-            layer = gluon.rnn.LSTM if cell == "lstm" else gluon.rnn.GRU
-            self.rnn = layer(HIDDEN, num_layers=2, bidirectional=True, input_size=EMBED)
-            self.out = gluon.nn.Dense(VOCAB, flatten=False, in_units=2 * HIDDEN)
-
-    def hybrid_forward(self, F, x):
-        return self.out(self.rnn(self.embed(x)))
-
-
-def language_model(cell, seed=0):
-    mx.random.seed(seed)
-    net = LanguageModel(cell)
-    net.initialize(mx.init.Uniform(0.5))
-    net.hybridize()
-    tokens = mx.nd.array(np.random.RandomState(seed).randint(0, VOCAB, (STEPS, BATCH)))
-    net(tokens)
-    return net, tokens
 
 
 def _close(actual, expected, rtol=1e-4):

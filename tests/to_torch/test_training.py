@@ -69,8 +69,8 @@ def resnet(batch=2):
 
 
 def lstm(batch=3):
-    from test_sequence import STEPS as T
-    from test_sequence import VOCAB, language_model
+    from tests.support.models import STEPS as T
+    from tests.support.models import VOCAB, language_model
 
     net, _ = language_model("lstm")
     rng = np.random.RandomState(0)
@@ -151,6 +151,9 @@ def test_module_training_parity(model, kind):
         out.backward(torch.ones_like(out))
         opt.step()
         opt.zero_grad()
+    # BatchNorm's backward writes the running statistics unordered with later reads
+    # (facts.BATCHNORM_STATS_WRITE_UNORDERED): wait for the last step's write.
+    mx.nd.waitall()
     arg_params, aux_params = mod.get_params()
     state = module.state_dict()
     for n, v in list(arg_params.items()) + list(aux_params.items()):
@@ -194,6 +197,7 @@ def test_gluon_trainer_training_parity(model, kind):
         ).backward()
         opt.step()
         opt.zero_grad()
+    mx.nd.waitall()  # the last step's BatchNorm statistics, as above
     state = module.state_dict()
     for n, p in by_name.items():
         _close(state[n].numpy(), p.data().asnumpy(), n)
