@@ -98,7 +98,7 @@ _PUBLIC = {
 }
 
 
-class _Package(type(_sys)):
+class _Package(type(_sys)):  # type: ignore[misc]  # types.ModuleType, without importing types
     """The package's module type: ``freeze`` and ``numpy_legacy`` are each a submodule and the
     public function it holds.  Importing the submodule (``from mxcompat.freeze import report``)
     makes Python set the package's attribute to the module, which would leave

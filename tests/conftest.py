@@ -9,10 +9,17 @@ pytest plugin: ``@pytest.mark.mxnet(">=1.6")`` skips it elsewhere and says why.
 import os
 import sys
 
-import pytest
+# The checkout's root, for `tests.support`, `benchmarks` and `tools`: appended, never put first
+# (pytest's `pythonpath` setting would), so that `import mxcompat` everywhere in the tests is the
+# installed distribution under test, not the checkout's folder.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.append(_ROOT)
+
+import pytest  # noqa: E402
 
 # Imports mxcompat, which mxcompat's pytest plugin has imported already.
-from mxcompat._core import settings
+from mxcompat._core import settings  # noqa: E402
 
 # mxcompat's own switches from the caller's shell (a stray MXCOMPAT_FREEZE) would change what
 # the tests test; each test sets what it means to test.  The test cache and the MXNet-suite

@@ -45,7 +45,7 @@ class _BindState:
         self.known = {}
 
 
-_bind_states = weakref.WeakKeyDictionary()  # every Module bound for training
+_bind_states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # every training bind
 _bind_lock = threading.RLock()  # a rebind binds (and so takes it) again
 
 
@@ -66,7 +66,7 @@ def _keeps_every_gradient(module):
     return module in _svrg_aux
 
 
-_svrg_aux = weakref.WeakSet()
+_svrg_aux: weakref.WeakSet = weakref.WeakSet()
 
 
 def _registry_fixed(module, grad_req, known=None):
