@@ -165,7 +165,7 @@ def test_the_envs_install_the_test_extra_and_pytest_options_live_in_pyproject():
     assert tox["testenv"]["extras"].strip() == "test"
     with open(PYPROJECT) as f:
         pyproject = f.read()
-    assert re.search(r'^addopts = ".*-rfEs', pyproject, re.M)
+    assert re.search(r'^addopts = \[[^\]]*"-rfEs"', pyproject, re.M)
     for name in tox.sections():
         commands = tox[name].get("commands", "")
         assert "-rfEs" not in commands and "cacheprovider" not in commands, name
