@@ -4,7 +4,14 @@ matches also skip their backward: after each step they are marked ``'null'`` for
 (``mark_variables``), with their gradient buffers kept and zeroed, so their ``grad_req``,
 ``grad()`` and ``zero_grad()`` read as before while the backward computes nothing for them
 (the cost of ``grad_req='null'``).  Not the ``grad_req`` setter: it detaches the data and
-drops the buffers, which user code would see."""
+drops the buffers, which user code would see.
+
+On the oneDNN builds (``onednn_fc_bias.affected_build``), a 'null' FullyConnected weight
+stops its bias's gradient too, imperative or hybridized.  The Trainer sees parameters, not
+the graph, so the rule is by shape: a 2-D parameter (an FC weight is ``(units, inputs)``)
+keeps its backward there while a 1-D parameter of ``units`` elements still gets a gradient
+(a possible bias).  Sound for every FC, whatever its names; an Embedding may keep a
+backward it did not need."""
 
 import weakref
 
@@ -37,15 +44,53 @@ _skipped = weakref.WeakKeyDictionary()
 # Parameters given their gradient back since their last step: until a backward computes it,
 # the step treats them as frozen (their buffer holds no gradient of this step).
 _thawed = weakref.WeakKeyDictionary()
+# Parameter -> (data list, gradient list): left with their backward by the oneDNN rule, until
+# the registry changes (which may freeze the bias) or Gluon re-marks them.
+_held = weakref.WeakKeyDictionary()
+
+
+def _marked(param, table):
+    entry = table.get(param)
+    return entry is not None and entry[0] is param._data and entry[1] is param._grad
+
+
+def _settle(params, skip):
+    """Mark the parameters ``skip`` selects 'null' for autograd, those not marked yet."""
+    pending = [
+        p
+        for p, s in zip(params, skip)
+        if s
+        and p._data is not None
+        and p._grad is not None
+        and not _marked(p, _skipped)
+        and not _marked(p, _held)
+    ]
+    if not pending:
+        return
+    from .onednn_fc_bias import affected_build, runs_onednn_on
+
+    lengths = ()
+    if affected_build():
+        lengths = set(
+            p.shape[0]
+            for p, s in zip(params, skip)
+            if not s and p.grad_req != "null" and p.shape is not None and len(p.shape) == 1
+        )
+    for param in pending:
+        shape = param.shape
+        if (
+            shape is not None
+            and len(shape) == 2
+            and shape[0] in lengths
+            and runs_onednn_on(param.list_ctx())
+        ):
+            _held[param] = (param._data, param._grad)
+        else:
+            _skip_backward(param)
 
 
 def _skip_backward(param):
     data, grad = param._data, param._grad
-    if data is None or grad is None:  # not initialized yet, or 'null' already
-        return
-    marked = _skipped.get(param)
-    if marked is not None and marked[0] is data and marked[1] is grad:
-        return
     from mxnet import autograd
 
     autograd.mark_variables(data, grad, "null")
@@ -68,6 +113,7 @@ def _give_back(param):
 
 def _on_registry_change():
     # At once, not at the next step: the next backward must compute what is thawed.
+    _held.clear()  # re-decided at the next step: the change may have frozen their bias
     if not _skipped:
         return
     params = list(_skipped.keys())
@@ -141,9 +187,7 @@ def wrap_trainer(check):
                 for param in params:
                     _thawed.pop(param, None)
             if skip is not None:
-                for param, s in zip(params, skip):
-                    if s:
-                        _skip_backward(param)
+                _settle(params, skip)
         return result
 
     return wrapper
