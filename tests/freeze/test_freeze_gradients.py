@@ -197,7 +197,8 @@ def test_what_user_code_reads(hybridize):
     every = [p.grad() for p in params.values()]
     trainable = [p.grad() for p in params.values() if p not in frozen]
     norm = float(gluon.utils.clip_global_norm([g.copy() for g in trainable], 1e9))
-    assert float(gluon.utils.clip_global_norm(every, 1e9)) == norm
+    # (Equal up to the summation order, which differs between releases.)
+    assert float(gluon.utils.clip_global_norm(every, 1e9)) == pytest.approx(norm, rel=1e-6)
 
 
 @pytest.mark.parametrize("hybridize", [False, True], ids=["imperative", "hybridized"])
