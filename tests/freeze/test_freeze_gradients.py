@@ -46,7 +46,9 @@ def _net(contexts, hybridize, batchnorm=False):
         )
     mx.random.seed(1)
     net.initialize(mx.init.Uniform(0.5), ctx=contexts)
-    if hybridize:
+    if hybridize == "static":  # CachedOp's static backward, its memory planned once
+        net.hybridize(static_alloc=True, static_shape=True)
+    elif hybridize:
         net.hybridize()
     return net
 
@@ -134,7 +136,9 @@ def _run(frozen, gradients, contexts=None, hybridize=False, optimizer="sgd", **k
     return _params(net), _states(trainer), middle
 
 
-@pytest.mark.parametrize("hybridize", [False, True], ids=["imperative", "hybridized"])
+@pytest.mark.parametrize(
+    "hybridize", [False, True, "static"], ids=["imperative", "hybridized", "static"]
+)
 @pytest.mark.parametrize(
     "frozen", [FRONT, MIDDLE, WEIGHT_ONLY], ids=["front", "middle", "weight-only"]
 )
@@ -161,7 +165,9 @@ def test_trained_bit_for_bit_two_devices(hybridize, kvstore, update_on_kvstore):
     _assert_states_equal(expected[1], found[1])
 
 
-@pytest.mark.parametrize("hybridize", [False, True], ids=["imperative", "hybridized"])
+@pytest.mark.parametrize(
+    "hybridize", [False, True, "static"], ids=["imperative", "hybridized", "static"]
+)
 def test_skips_backward_as_grad_req_null(hybridize):
     # The frozen weight's gradient is no longer computed: it reads zeros after every step
     # (the first step after the freeze still computed it), as a hand-set 'null' computes none.
