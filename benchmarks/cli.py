@@ -13,7 +13,8 @@ Sections (``--only NAME``, repeatable), one module each (its docstring says what
 overhead  module_update.py      Module step and ``update()`` call, patched vs unpatched
 trainer   trainer_step.py       Gluon ``Trainer.step`` and the ``step()`` call, the same
 ops       operator_calls.py     small operator calls with the ``numpy2`` patch off vs on
-freeze    freezing.py           the registry before/after bind vs ``fixed_param_names``
+freeze    freezing.py           the registry before/after bind vs ``fixed_param_names``; Gluon
+                                ``freeze``/``gradients=False`` vs ``grad_req='null'``
 convert   conversion.py         ``to_gluon``/``to_module`` vs copies and file round trips
 memory    conversion_memory.py  each conversion's peak RSS growth (probes/conversion_peak_rss.py)
 import    import_time.py        ``import mxcompat`` before/after mxnet (probes/import_order.py)

@@ -3,11 +3,15 @@ through the registry before ``bind`` vs native ``fixed_param_names`` (their own
 interleaving, 3x the repetitions, plus the ``update()`` call alone) vs nothing frozen, with
 the gradient memory each executor allocated; and frozen after bind (rebound at its next
 forward) vs native and vs nothing frozen, its gradient memory, and the rebind itself (the
-one-off cost, in its own loop)."""
+one-off cost, in its own loop).  Gluon, hybridized and not: a ``Trainer.step`` (forward,
+backward, step) with the backbone frozen through the registry, by default and with
+``gradients=False``, vs the same net with the backbone's ``grad_req='null'`` set by hand, and
+the gradient memory of each."""
 
 import gc
 import json
 import time
+import warnings
 
 import mxnet as mx
 import numpy as np
@@ -65,8 +69,130 @@ def _rebind_ms(mod, data, backbone, reps):
     return times
 
 
+def _gluon_grad_mb(net):
+    return (
+        sum(
+            g.size * np.dtype(g.dtype).itemsize
+            for p in net.collect_params().values()
+            if p._grad is not None
+            for g in p.list_grad()
+        )
+        / 2.0**20
+    )
+
+
+def _gluon_side(name, size, batch, hybridize):
+    """A model-zoo net (its own name prefix), its Trainer, its step, and its backbone: the
+    parameters with a gradient, but the classifier's (``output``)."""
+    from mxnet import autograd, gluon
+    from mxnet.gluon.model_zoo import vision
+
+    net = getattr(vision, name)(classes=10)
+    mx.random.seed(0)
+    net.initialize(mx.init.Xavier())
+    if hybridize:
+        net.hybridize()
+    net(mx.nd.zeros((1, 3, size, size)))
+    trainer = gluon.Trainer(
+        net.collect_params(), "sgd", {"learning_rate": 0.01, "momentum": 0.9, "wd": 1e-4}
+    )
+    head = set(net.output.collect_params().keys())
+    backbone = [
+        p for k, p in net.collect_params().items() if k not in head and p.grad_req != "null"
+    ]
+    x = mx.nd.random.uniform(shape=(batch, 3, size, size))
+    y = mx.nd.zeros(batch)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+
+    def step():
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(batch)
+        mx.nd.waitall()
+
+    return net, trainer, backbone, step
+
+
+def _gluon(table, name, size, batch, reps, hybridize):
+    with warnings.catch_warnings():
+        # Each side's patterns match nothing in the others' Trainers (one warning each).
+        warnings.simplefilter("ignore", mxcompat.MXCompatWarning)
+        _gluon_sides(table, name, size, batch, reps, hybridize)
+
+
+def _gluon_sides(table, name, size, batch, reps, hybridize):
+    # Four nets, each its own parameter names: the registry is set once for the run (as in a
+    # fine-tuning loop), each side frozen its own way, none toggled between sides.
+    sides = {
+        k: _gluon_side(name, size, batch, hybridize)
+        for k in ("nothing frozen", "registry", "registry, gradients=False", "grad_req='null'")
+    }
+    mxcompat.freeze(*[p.name for p in sides["registry"][2]])
+    mxcompat.freeze(*[p.name for p in sides["registry, gradients=False"][2]], gradients=False)
+    for p in sides["grad_req='null'"][2]:
+        p.grad_req = "null"
+    for _, trainer, _, step in sides.values():
+        warm_registry([p.name for p in trainer._params], trainer=trainer)
+        step()  # the first step after a freeze computes every gradient, then marks
+
+    def setup(side):
+        time.sleep(0.02)  # as warm_registry: let MXNet's queue settle after Python work
+
+    steps = dict((k, v[3]) for k, v in sides.items())
+    pair = ("grad_req='null'", "registry, gradients=False")
+    close = interleave(dict((k, steps[k]) for k in pair), 3 * reps, setup=setup)
+    times = interleave(steps, reps, setup=setup)
+    mxcompat.unfreeze()
+    label = "%s, %s" % (
+        config_label(name, size, batch),
+        "hybridized" if hybridize else "imperative",
+    )
+    table.add(
+        "Gluon step %s: freeze(gradients=False) vs grad_req='null' by hand" % label,
+        "grad_req='null'",
+        close["grad_req='null'"],
+        "registry, gradients=False",
+        close["registry, gradients=False"],
+        "<= 1.05x",
+    )
+    table.add(
+        "Gluon step %s: freeze (default) vs grad_req='null' by hand" % label,
+        "grad_req='null'",
+        times["grad_req='null'"],
+        "registry",
+        times["registry"],
+    )
+    table.add(
+        "Gluon step %s: freeze (default) vs nothing frozen" % label,
+        "nothing frozen",
+        times["nothing frozen"],
+        "registry",
+        times["registry"],
+    )
+    table.add(
+        "Gluon step %s: freeze(gradients=False) vs nothing frozen" % label,
+        "nothing frozen",
+        times["nothing frozen"],
+        "registry, gradients=False",
+        times["registry, gradients=False"],
+        "< 1 (faster)",
+    )
+    table.add(
+        "Gluon gradient memory, %s: freeze (any) vs grad_req='null' by hand" % label,
+        "grad_req='null'",
+        [_gluon_grad_mb(sides["grad_req='null'"][0])],
+        "registry, gradients=False",
+        [_gluon_grad_mb(sides["registry, gradients=False"][0])],
+        unit="MB",
+    )
+
+
 def run(table, configs, reps):
     for name, size, batch in configs:
+        for hybridize in (False, True):
+            _gluon(table, name, size, batch, reps, hybridize)
+            gc.collect()
         symbol = resnet_symbol(name)
         head = head_params(symbol)
         params = [n for n in symbol.list_arguments() if n not in ("data", "softmax_label")]

@@ -21,7 +21,9 @@ How each path is held, and why there:
   per device.  Until then (a change between backward and update) the update skip holds.
   Not an ``SVRGModule``, which reads every gradient (``facts.SVRG_READS_EVERY_GRADIENT``).
 - Gluon: ``Trainer.step``/``update``/``allreduce_grads`` see a frozen parameter as
-  ``grad_req == 'null'`` for the update only (its own ``grad_req`` is untouched).
+  ``grad_req == 'null'`` for the update only (its own ``grad_req`` is untouched).  With
+  ``freeze(..., gradients=False)`` its backward is skipped too, from the step after
+  (``trainer``): an opt-in, as user code can tell (its ``grad()`` reads zeros).
 
 Layout: ``registry`` (the patterns and their version counter, which every cache keys on),
 ``binding`` (bind, and the rebind after a registry change), ``module`` (the Module update

@@ -28,9 +28,12 @@ _PATTERN_TYPE = type(re.compile(""))
 class _Pattern:
     """One registered pattern: the user's object, an identity key, and a matcher."""
 
-    __slots__ = ("source", "key", "_regex", "_exact", "literal")
+    __slots__ = ("source", "key", "_regex", "_exact", "literal", "gradients")
 
-    def __init__(self, source, caller):
+    def __init__(self, source, caller, gradients=True):
+        # False: Gluon parameters it matches skip their backward too (trainer.py).  Not
+        # part of the key: a pattern is registered (and unfrozen) once, with its last flag.
+        self.gradients = bool(gradients)
         if isinstance(source, str):
             if not source.strip():
                 raise ValueError(
@@ -141,12 +144,15 @@ class _State:
     ``lock``, so a reader without the lock sees one consistent tuple; ``version`` is bumped
     with every change and keys every cache derived from the registry."""
 
-    __slots__ = ("lock", "patterns", "version")
+    __slots__ = ("lock", "patterns", "version", "listeners")
 
     def __init__(self):
         self.lock = threading.Lock()
         self.patterns = ()
         self.version = 0
+        # Called (no arguments, outside the lock) after every change: what must follow a
+        # change at once rather than at the next update (trainer.py gives gradients back).
+        self.listeners = []
 
 
 state = _State()
@@ -158,32 +164,50 @@ _match_cache = (None, {})
 _MATCH_CACHE_SIZE = 256  # distinct name tuples under one version (models built meanwhile)
 
 
-def _parse(patterns, caller):
+def _parse(patterns, caller, gradients=True):
     # All or nothing: one bad pattern leaves the registry untouched.
-    return [_Pattern(p, caller) for p in patterns]
+    return [_Pattern(p, caller, gradients) for p in patterns]
+
+
+def _changed():
+    for listener in state.listeners:
+        listener()
 
 
 def _add(parsed):
+    """Register ``parsed``; returns (the patterns added, the registered ones whose
+    ``gradients`` flag they replaced)."""
     with state.lock:
-        keys = set(p.key for p in state.patterns)
-        added = []
+        where = dict((p.key, i) for i, p in enumerate(state.patterns))
+        patterns = list(state.patterns)
+        added, replaced = [], []
         for p in parsed:
-            if p.key not in keys:
-                keys.add(p.key)
+            i = where.get(p.key)
+            if i is None:
+                where[p.key] = len(patterns)
+                patterns.append(p)
                 added.append(p)
-        if added:
-            state.patterns = state.patterns + tuple(added)
+            elif patterns[i].gradients != p.gradients:
+                replaced.append(patterns[i])
+                patterns[i] = p
+        if added or replaced:
+            state.patterns = tuple(patterns)
             state.version += 1
-        return added
+    if added or replaced:
+        _changed()
+    return added, replaced
 
 
 def _discard(parsed):
     keys = set(p.key for p in parsed)
     with state.lock:
         kept = tuple(p for p in state.patterns if p.key not in keys)
-        if len(kept) != len(state.patterns):
+        changed = len(kept) != len(state.patterns)
+        if changed:
             state.patterns = kept
             state.version += 1
+    if changed:
+        _changed()
 
 
 def _snapshot():
@@ -191,10 +215,15 @@ def _snapshot():
         return state.version, state.patterns
 
 
-def freeze(*patterns: PatternLike) -> tuple[PatternLike, ...]:
+def freeze(*patterns: PatternLike, gradients: bool = True) -> tuple[PatternLike, ...]:
     """Freeze every parameter matching one of ``patterns`` (exact names, shell-style globs,
-    compiled regexes that must match the whole name).  Returns ``frozen_patterns()``."""
-    _add(_parse(patterns, "freeze"))
+    compiled regexes that must match the whole name).  Returns ``frozen_patterns()``.
+
+    ``gradients=False``: the Gluon parameters they match get no gradient either, from the
+    Trainer's next step on (the cost of ``grad_req='null'``, which they keep reading as
+    before); their ``grad()`` reads zeros (docs/guide/freeze.md).  Freezing a registered
+    pattern again sets its flag."""
+    _add(_parse(patterns, "freeze", gradients))
     return frozen_patterns()
 
 
@@ -206,9 +235,12 @@ def unfreeze(*patterns: PatternLike) -> tuple[PatternLike, ...]:
     """
     if not patterns:
         with state.lock:
-            if state.patterns:
+            changed = bool(state.patterns)
+            if changed:
                 state.patterns = ()
                 state.version += 1
+        if changed:
+            _changed()
         return ()
     parsed = _parse(patterns, "unfreeze")
     _discard(parsed)
@@ -244,17 +276,23 @@ def frozen_patterns() -> tuple[PatternLike, ...]:
 
 
 @contextlib.contextmanager
-def frozen(*patterns: PatternLike) -> Iterator[tuple[PatternLike, ...]]:
-    """``with frozen("fc1_*"):`` freezes inside the block only.
+def frozen(*patterns: PatternLike, gradients: bool = True) -> Iterator[tuple[PatternLike, ...]]:
+    """``with frozen("fc1_*"):`` freezes inside the block only (``gradients`` as for
+    ``freeze``).
 
     On exit the patterns this block added are removed again; patterns registered before the
-    block (or by other threads meanwhile) are left as they are.
+    block (or by other threads meanwhile) are left as they are, with their own flag.
     """
-    added = _add(_parse(patterns, "frozen"))
+    added, replaced = _add(_parse(patterns, "frozen", gradients))
     try:
         yield frozen_patterns()
     finally:
         _discard(added)
+        if replaced:
+            # Their flags back, for those still registered.
+            _, now = _snapshot()
+            keys = set(p.key for p in now)
+            _add([p for p in replaced if p.key in keys])
 
 
 def matches(names):
@@ -285,6 +323,16 @@ def matches(names):
             cache.clear()
         hit = cache[names] = (mask, unmatched, tuple(i for i, m in enumerate(mask) if m))
     return hit
+
+
+def skips_gradient(names):
+    """For a tuple of names, which a pattern registered with ``gradients=False`` matches
+    (a tuple of bools), or ``None`` when no such pattern is registered."""
+    _, patterns = _snapshot()
+    patterns = [p for p in patterns if not p.gradients]
+    if not patterns:
+        return None
+    return tuple(any(p.match(n) for p in patterns) for n in names)
 
 
 def warn_unmatched(unmatched, names, owner, what):

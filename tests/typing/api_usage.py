@@ -23,6 +23,7 @@ assert_type(mxcompat.MXCompatWarning("x"), mxcompat.MXCompatWarning)
 assert issubclass(mxcompat.MXCompatWarning, UserWarning)
 
 assert_type(mxcompat.freeze("conv0_*", re.compile("fc.*_weight")), Tuple[PatternLike, ...])
+assert_type(mxcompat.freeze("conv0_*", gradients=False), Tuple[PatternLike, ...])
 assert_type(mxcompat.unfreeze(), Tuple[PatternLike, ...])
 assert_type(mxcompat.frozen_patterns(), Tuple[PatternLike, ...])
 assert_type(mxcompat.is_frozen("conv0_weight"), bool)
