@@ -119,17 +119,22 @@ def _gluon_step(net, trainer, x, y, loss=_LOSS):
 def test_module_update_footprint_flat_while_the_registry_changes(traced):
     mod, batch = long_run.mlp_module(), _batch()
     patterns = ("fc1_*", "bn1_*", UNMATCHED)
-    weight = mod._exec_group.execs[0].arg_dict["fc1_weight"]
+
+    def weight():
+        # Read each time: a registry change rebinds the Module at its next forward (new
+        # executors, the values carried over).
+        return mod._exec_group.execs[0].arg_dict["fc1_weight"].asnumpy()
+
     held, trained = [], []
     reads = {}
     for i in range(STEPS):
         _registry_step(i, patterns)
-        before = weight.asnumpy() if i % CHANGE_EVERY == 1 else None
+        before = weight() if i % CHANGE_EVERY == 1 else None
         mod.forward_backward(batch)
         mod.update()
         if before is not None:
             frozen = i % (2 * CHANGE_EVERY) == 1
-            (held if frozen else trained).append(np.array_equal(before, weight.asnumpy()))
+            (held if frozen else trained).append(np.array_equal(before, weight()))
         if i + 1 in SECOND or i + 1 in LAST:
             mx.nd.waitall()
             reads[i + 1] = _footprint()
