@@ -19,10 +19,10 @@ import os
 import numpy as np
 import pytest
 
+import tools.horovod
 from tests.support.processes import subprocess_env
 from tests.support.repo import ROOT
 from tests.support.stack import plain_import_works
-from tools import horovod
 
 try:
     import horovod.mxnet  # noqa: F401
@@ -59,13 +59,13 @@ def horovodrun(mode, outdir, scenarios):
     ``JOB_TIMEOUT``); its output is returned, a failure fails the test."""
     program = [WORKER, mode, outdir] + list(scenarios)
     if mode == "mxcompat":
-        cmd = horovod.command(program, mxcompat_run=[])
+        cmd = tools.horovod.command(program, mxcompat_run=[])
     elif not plain_import_works():
         off = [a for name in UPDATE_PATH + ("fixed_param_names",) for a in ("--no-patch", name)]
-        cmd = horovod.command(program, mxcompat_run=off)
+        cmd = tools.horovod.command(program, mxcompat_run=off)
     else:
-        cmd = horovod.command(program)
-    returncode, out = horovod.run(cmd, subprocess_env(), JOB_TIMEOUT)
+        cmd = tools.horovod.command(program)
+    returncode, out = tools.horovod.run(cmd, subprocess_env(), JOB_TIMEOUT)
     if returncode is None:
         pytest.fail("the %s horovodrun job took over %d s:\n%s" % (mode, JOB_TIMEOUT, out[-4000:]))
     if returncode != 0:
