@@ -1,6 +1,20 @@
-"""The error of a command asked for what it cannot do (a bad option value, a missing tool)."""
+"""What the commands share about their arguments: the error of a command asked for what it
+cannot do (a bad option value, a missing tool), and the type of an `--input-shape`."""
+
+import argparse
 
 
 class UsageError(Exception):
     """What was asked cannot be done; the message says why.  ``mxcompat`` prints the command's
     usage and ``mxcompat COMMAND: error: MESSAGE`` and exits 2, as for a bad option."""
+
+
+def parse_shape(text):
+    """``--input-shape 1,3,224,224`` as a tuple of positive ints (argparse's type)."""
+    try:
+        shape = tuple(int(d) for d in text.split(","))
+    except ValueError:
+        shape = ()
+    if not shape or any(d <= 0 for d in shape):
+        raise argparse.ArgumentTypeError("%r is not a shape like 1,3,224,224" % text)
+    return shape

@@ -7,6 +7,7 @@ import os
 import sys
 
 from .. import onnx as onnx_export
+from ._usage import parse_shape
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -42,17 +43,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--no-verify", action="store_true", help="do not run the model in onnxruntime against MXNet"
     )
     return parser
-
-
-def parse_shape(text):
-    """``--input-shape 1,3,224,224`` as a tuple of positive ints (argparse's type)."""
-    try:
-        shape = tuple(int(d) for d in text.split(","))
-    except ValueError:
-        shape = ()
-    if not shape or any(d <= 0 for d in shape):
-        raise argparse.ArgumentTypeError("%r is not a shape like 1,3,224,224" % text)
-    return shape
 
 
 def main(args: argparse.Namespace) -> int:

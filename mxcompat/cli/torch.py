@@ -7,6 +7,8 @@ import argparse
 import os
 import sys
 
+from ._usage import parse_shape
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The ``torch`` command's parser."""
@@ -29,7 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--input-shape",
         action="append",
         metavar="N,C,H,W",
-        type=_shape,
+        type=parse_shape,
         help="an input's shape, to verify the module node by node (once per input, in order)",
     )
     parser.add_argument(
@@ -38,16 +40,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="only list the operators the model uses and which the converter does not map",
     )
     return parser
-
-
-def _shape(text):
-    try:
-        shape = tuple(int(d) for d in text.split(","))
-    except ValueError:
-        shape = ()
-    if not shape or any(d <= 0 for d in shape):
-        raise argparse.ArgumentTypeError("%r is not a shape like 1,3,224,224" % text)
-    return shape
 
 
 def _check(symbol_file):

@@ -17,7 +17,14 @@ import pytest
 from mxnet import autograd, gluon
 
 import mxcompat
-from tests.support.models import dense_net, mlp_symbol, regression_module
+from tests.support.models import (
+    bind_regression,
+    dense_net,
+    flat_state,
+    mlp_symbol,
+    regression_batches,
+    regression_module,
+)
 from tests.support.stack import ONEDNN_FC
 
 FROZEN = ("fc1_weight", "fc2_b*")  # an exact name and a glob
@@ -52,23 +59,6 @@ def _symbol(big=False):
 
 def _module(contexts=None, big=False, **kwargs):
     return regression_module(_symbol(big), context=contexts or mx.cpu(), **kwargs)
-
-
-def _batches(n=3):
-    rng = np.random.RandomState(0)
-    return [
-        mx.io.DataBatch(
-            [mx.nd.array(rng.uniform(-1, 1, (BATCH, 4)))],
-            [mx.nd.array(rng.uniform(-1, 1, (BATCH, 3)))],
-        )
-        for _ in range(n)
-    ]
-
-
-def _bind(mod, **kwargs):
-    mod.bind(data_shapes=[("data", (BATCH, 4))], label_shapes=[("lro_label", (BATCH, 3))], **kwargs)
-    mx.random.seed(1)
-    mod.init_params(mx.init.Uniform(0.5))
 
 
 def _train(mod, steps, batches):
@@ -111,11 +101,11 @@ def _run_module(
     mod = _module(contexts, big=big)
     if when == "before_bind":
         mxcompat.freeze(*frozen)
-    _bind(mod, grad_req=grad_req)
+    bind_regression(mod, grad_req=grad_req)
     mod.init_optimizer(
         kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params or OPTIMIZERS[0][1]
     )
-    batches = _batches()
+    batches = regression_batches()
     if when == "after_steps":
         _train(mod, 3, batches)  # momentum and optimizer states are non-zero now
     if when in ("after_init_optimizer", "after_steps"):
@@ -341,7 +331,7 @@ def test_module_optimizers(optimizer, params, when):
 def test_frozen_before_bind_allocates_no_gradient():
     mxcompat.freeze("fc2_*", "fc1_bias")
     mod = _module()
-    _bind(mod)
+    bind_regression(mod)
     grads = dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))
     for name in ("fc2_weight", "fc2_bias", "fc1_bias"):
         assert grads[name] == [None]
@@ -381,7 +371,7 @@ def test_frozen_fc_weight_kept_off_null_trains_once_unfrozen():
     mxcompat.unfreeze()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        _train(mod, 2, _batches())
+        _train(mod, 2, regression_batches())
     assert not np.array_equal(end["fc1_weight"][0], _device_params(mod)["fc1_weight"][0])
     assert _ours(record) == []
 
@@ -391,14 +381,14 @@ def test_fc_weight_fixed_natively_and_frozen_stays_fixed_when_unfrozen():
     # the registry does not make it train, and its bias trains throughout.
     mod = _module(fixed_param_names=["fc1_weight"])
     mxcompat.freeze("fc1_weight")
-    _bind(mod)
+    bind_regression(mod)
     mod.init_optimizer(optimizer_params=OPTIMIZERS[0][1])
     start = _device_params(mod)
-    _train(mod, 3, _batches())
+    _train(mod, 3, regression_batches())
     mxcompat.unfreeze()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        _train(mod, 3, _batches())
+        _train(mod, 3, regression_batches())
     _assert_frozen(start, _device_params(mod), {"fc1_weight"})
     assert _ours(record) == []
 
@@ -411,10 +401,10 @@ def test_fc_weight_and_bias_fixed_by_native_and_registry_together_stay_null(nati
     # neither gets a gradient buffer (freeze and onednn_fc_bias both see the union).
     mod = _module(fixed_param_names=native)
     mxcompat.freeze(*registry)
-    _bind(mod)
+    bind_regression(mod)
     mod.init_optimizer(optimizer_params=OPTIMIZERS[0][1])
     start = _device_params(mod)
-    _train(mod, 5, _batches())
+    _train(mod, 5, regression_batches())
     _assert_frozen(start, _device_params(mod), {"fc1_weight", "fc1_bias"})
     assert mod._exec_group.grad_req["fc1_weight"] == mod._exec_group.grad_req["fc1_bias"] == "null"
 
@@ -442,7 +432,7 @@ def test_grad_req_dict_gives_a_frozen_bias_a_gradient_its_weight_must_not_stop()
     mxcompat.unfreeze()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        _train(mod, 2, _batches())
+        _train(mod, 2, regression_batches())
     _assert_frozen(end, _device_params(mod), set())
     assert _ours(record) == []
 
@@ -508,16 +498,8 @@ def test_module_update_on_kvstore_off_big_parameter():
 # --- optimizer states: frozen ones are never touched, the others keep their own index -------
 
 
-def _flat_state(state):
-    if state is None:
-        return []
-    if isinstance(state, (list, tuple)):
-        return [a for s in state for a in _flat_state(s)]
-    return [state.asnumpy().copy()]
-
-
 def _states(updater, name_of):
-    return {name_of(key): _flat_state(state) for key, state in updater.states.items()}
+    return {name_of(key): flat_state(state) for key, state in updater.states.items()}
 
 
 def _assert_states(before, after, frozen_names):
@@ -537,9 +519,9 @@ def _assert_states(before, after, frozen_names):
 )
 def test_module_optimizer_states_untouched(contexts, kvstore, optimizer, params):
     mod = _module(contexts)
-    _bind(mod)
+    bind_regression(mod)
     mod.init_optimizer(kvstore=kvstore, optimizer=optimizer, optimizer_params=params)
-    batches = _batches()
+    batches = regression_batches()
     _train(mod, 3, batches)
     mxcompat.freeze(*FROZEN)
     if mod._update_on_kvstore:
@@ -698,9 +680,9 @@ def test_sequential_module(when, recwarn):
     seq = _sequential()
     if when == "before_bind":
         mxcompat.freeze(*FROZEN)
-    _bind(seq)
+    bind_regression(seq)
     seq.init_optimizer(optimizer="sgd", optimizer_params=OPTIMIZERS[0][1])
-    batches = _batches()
+    batches = regression_batches()
     if when == "after_steps":
         _train(seq, 3, batches)
         mxcompat.freeze(*FROZEN)
@@ -746,9 +728,9 @@ def test_feedforward_fit():
 def test_unfreeze_after_frozen_bind_rebinds_with_gradients(recwarn):
     mxcompat.freeze("fc2_*")
     mod = _module()
-    _bind(mod)
+    bind_regression(mod)
     mod.init_optimizer(optimizer="sgd", optimizer_params=OPTIMIZERS[0][1])
-    batches = _batches()
+    batches = regression_batches()
     _train(mod, 2, batches)
     grads = dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))
     assert grads["fc2_weight"] == grads["fc2_bias"] == [None]
@@ -801,7 +783,7 @@ def test_unfreeze_after_frozen_bind_rebinds_every_bucket(recwarn):
 def test_unfreeze_after_update_time_freeze_trains_again(recwarn):
     mod, start, end = _run_module("after_steps")
     mxcompat.unfreeze(*FROZEN)
-    _train(mod, 3, _batches())
+    _train(mod, 3, regression_batches())
     _assert_frozen(end, _device_params(mod), set())
     assert _ours(recwarn) == []
 
@@ -809,9 +791,9 @@ def test_unfreeze_after_update_time_freeze_trains_again(recwarn):
 def test_pattern_matching_nothing_warns_once_with_closest_names(recwarn):
     mxcompat.freeze("fc1_weight", "fc3_weigth", re.compile("fc1_bia"))
     mod = _module()
-    _bind(mod)
+    bind_regression(mod)
     mod.init_optimizer()
-    _train(mod, 3, _batches())
+    _train(mod, 3, regression_batches())
     assert _ours(recwarn) == [
         "mxcompat.freeze pattern 'fc3_weigth' matches no parameter of this Module, so it "
         "freezes nothing here (closest parameter names: 'fc2_weight', 'fc1_weight', "
@@ -831,9 +813,9 @@ def test_pattern_matching_nothing_warns_once_per_model():
         warnings.simplefilter("always")
         for _ in range(2):
             mod = _module()
-            _bind(mod)
+            bind_regression(mod)
             mod.init_optimizer()
-            _train(mod, 3, _batches())
+            _train(mod, 3, regression_batches())
         net = _gluon_net([mx.cpu()])
         trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
         _gluon_train(net, trainer, [mx.cpu()], 3)
@@ -847,10 +829,10 @@ def test_pattern_matching_nothing_warns_once_per_model():
 def test_unpatched_mxnet_ignores_the_registry(unpatched):
     mxcompat.freeze(*FROZEN)
     mod = _module()
-    _bind(mod)
+    bind_regression(mod)
     mod.init_optimizer(optimizer_params={"learning_rate": 0.1})
     start = _device_params(mod)
-    _train(mod, 5, _batches())
+    _train(mod, 5, regression_batches())
     _assert_frozen(start, _device_params(mod), set())
 
 
@@ -1002,7 +984,7 @@ def test_gluon_unfrozen_trains_again_and_grad_req_untouched():
 def test_report_for_a_bound_module():
     mxcompat.freeze("fc2_*")
     mod = _module()
-    _bind(mod)
+    bind_regression(mod)
     report = mxcompat.frozen_report(mod)
     assert report.frozen == ("fc2_weight", "fc2_bias")
     assert report.trainable == ("fc1_weight", "fc1_bias")
@@ -1021,14 +1003,14 @@ def test_report_for_a_bound_module():
     # Natively fixed parameters count as fixed too.
     mxcompat.unfreeze()
     mod = _module(fixed_param_names=["fc1_bias"])
-    _bind(mod)
+    bind_regression(mod)
     assert mxcompat.frozen_report(mod).frozen == ("fc1_bias",)
 
 
 def test_report_for_bucketing_and_sequential_modules():
     mxcompat.freeze(*FROZEN)
     seq = _sequential()
-    _bind(seq)
+    bind_regression(seq)
     report = mxcompat.frozen_report(seq)
     assert set(report.frozen) == FROZEN_NAMES and len(report.trainable) == 2
     bucketing = mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=3)
@@ -1105,9 +1087,9 @@ def test_registry_caches_keep_no_trainer_or_module_alive():
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
     _gluon_train(net, trainer, [mx.cpu()], 2)
     mod = _module()
-    _bind(mod)
+    bind_regression(mod)
     mod.init_optimizer(optimizer_params={"learning_rate": 0.1})
-    _train(mod, 2, _batches())
+    _train(mod, 2, regression_batches())
     refs = [weakref.ref(o) for o in (net, trainer, mod)]
     del net, trainer, mod
     gc.collect()

@@ -16,6 +16,7 @@ import pytest
 from mxnet import autograd, gluon
 
 import mxcompat
+from tests.support.models import flat_state
 
 freeze_trainer = importlib.import_module("mxcompat.freeze.trainer")
 
@@ -81,18 +82,10 @@ def _params(net):
     }
 
 
-def _flat(state):
-    if state is None:
-        return []
-    if isinstance(state, (list, tuple)):
-        return [a for s in state for a in _flat(s)]
-    return [state.asnumpy().copy()]
-
-
 def _states(trainer):
     updaters = [trainer._kvstore._updater] if trainer._update_on_kvstore else trainer._updaters
     return [
-        (device, key, _flat(state))
+        (device, key, flat_state(state))
         for device, updater in enumerate(updaters)
         for key, state in sorted(updater.states.items())
     ]

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import mxcompat
+from tests.support.models import bind_regression, flat_state, regression_batches
 from tests.support.ps_cluster import run_cluster
 
 freeze_binding = importlib.import_module("mxcompat.freeze.binding")
@@ -56,23 +57,6 @@ def _module(contexts=None, symbol=None, **kwargs):
     )
 
 
-def _batches(n=3, seed=0):
-    rng = np.random.RandomState(seed)
-    return [
-        mx.io.DataBatch(
-            [mx.nd.array(rng.uniform(-1, 1, (BATCH, 4)))],
-            [mx.nd.array(rng.uniform(-1, 1, (BATCH, 3)))],
-        )
-        for _ in range(n)
-    ]
-
-
-def _bind(mod, **kwargs):
-    mod.bind(data_shapes=[("data", (BATCH, 4))], label_shapes=[("lro_label", (BATCH, 3))], **kwargs)
-    mx.random.seed(1)
-    mod.init_params(mx.init.Uniform(0.5))
-
-
 def _step(mod, batch):
     mod.forward(batch, is_train=True)
     mod.backward()
@@ -88,14 +72,6 @@ def _values(mod):
     return {n: [a.asnumpy().copy() for a in arrs] for n, arrs in zip(names, arrays)}
 
 
-def _flat(state):
-    if state is None:
-        return []
-    if isinstance(state, (list, tuple)):
-        return [a for s in state for a in _flat(s)]
-    return [state.asnumpy().copy()]
-
-
 def _optimizer_states(mod):
     if mod._update_on_kvstore:
         updater = getattr(mod._kvstore, "_updater", None)
@@ -103,7 +79,7 @@ def _optimizer_states(mod):
             return {}
     else:
         updater = mod._updater
-    return {key: _flat(state) for key, state in updater.states.items()}
+    return {key: flat_state(state) for key, state in updater.states.items()}
 
 
 def _grad_of(mod):
@@ -166,12 +142,12 @@ def _compare(on, off):
 def test_module_rebind_bit_for_bit(contexts, kvstore, monkeypatch):
     def run(rebind):
         mod = _module(contexts)
-        _bind(mod)
+        bind_regression(mod)
         # One context: MXNet makes no kvstore of a name, so it is given one.
         kv = mx.kv.create(kvstore) if kvstore and not contexts else kvstore
         mod.init_optimizer(kvstore=kv, optimizer=ADAM[0], optimizer_params=ADAM[1])
         assert mod._update_on_kvstore == (kvstore is not None)
-        return _train_freeze_thaw(mod, _batches(), rebind)
+        return _train_freeze_thaw(mod, regression_batches(), rebind)
 
     _compare(*_both(run, monkeypatch))
 
@@ -183,10 +159,10 @@ def test_module_rebind_update_on_kvstore_off(kvstore, monkeypatch):
 
     def run(rebind):
         mod = _module(TWO)
-        _bind(mod)
+        bind_regression(mod)
         mod.init_optimizer(kvstore=kvstore, optimizer=ADAM[0], optimizer_params=ADAM[1])
         assert mod._kvstore is not None and not mod._update_on_kvstore
-        return _train_freeze_thaw(mod, _batches(), rebind)
+        return _train_freeze_thaw(mod, regression_batches(), rebind)
 
     _compare(*_both(run, monkeypatch))
 
@@ -194,12 +170,12 @@ def test_module_rebind_update_on_kvstore_off(kvstore, monkeypatch):
 def test_module_rebind_equals_fixed_param_names():
     """Frozen after bind trains as the native way does from the start (sgd, no state)."""
     sgd = {"learning_rate": 0.1, "wd": 0.01}
-    batches = _batches()
+    batches = regression_batches()
     native = _module(fixed_param_names=sorted(FROZEN_NAMES))
-    _bind(native)
+    bind_regression(native)
     native.init_optimizer(optimizer_params=sgd)
     ours = _module()
-    _bind(ours)
+    bind_regression(ours)
     ours.init_optimizer(optimizer_params=sgd)
     mxcompat.freeze(*FROZEN)
     for i in range(6):
@@ -214,9 +190,9 @@ def test_rebind_happens_at_forward_not_at_update(monkeypatch):
     """Frozen between backward and update: the update skip holds that step (its gradients
     live in the old executors); the next forward rebinds."""
     mod = _module()
-    _bind(mod)
+    bind_regression(mod)
     mod.init_optimizer(optimizer=ADAM[0], optimizer_params=ADAM[1])
-    batches = _batches()
+    batches = regression_batches()
     _step(mod, batches[0])
     mod.forward(batches[1], is_train=True)
     mod.backward()
@@ -235,20 +211,20 @@ def test_rebind_happens_at_forward_not_at_update(monkeypatch):
 
 def test_registry_change_that_changes_no_binding_does_not_rebind():
     mod = _module()
-    _bind(mod)
+    bind_regression(mod)
     mod.init_optimizer()
-    _step(mod, _batches()[0])
+    _step(mod, regression_batches()[0])
     group = mod._exec_group
     mxcompat.freeze("othernet_*")  # matches nothing here
-    _step(mod, _batches()[0])
+    _step(mod, regression_batches()[0])
     assert mod._exec_group is group
     mxcompat.unfreeze()
     mxcompat.freeze(*FROZEN)
-    _step(mod, _batches()[0])
+    _step(mod, regression_batches()[0])
     rebound = mod._exec_group
     assert rebound is not group
     mxcompat.freeze("othernet_*")
-    _step(mod, _batches()[0])
+    _step(mod, regression_batches()[0])
     assert mod._exec_group is rebound
 
 
@@ -256,20 +232,20 @@ def test_grad_req_list_is_never_rebound():
     # MXNet ignores fixed names with a grad_req list: a rebind would change nothing.
     req = ["null" if n in ("data", "lro_label") else "write" for n in _symbol().list_arguments()]
     mod = _module()
-    _bind(mod, grad_req=req)
+    bind_regression(mod, grad_req=req)
     mod.init_optimizer()
     group = mod._exec_group
     mxcompat.freeze(*FROZEN)
-    _step(mod, _batches()[0])
+    _step(mod, regression_batches()[0])
     assert mod._exec_group is group
 
 
 def test_grad_req_add_keeps_accumulated_gradients(monkeypatch):
     def run(rebind):
         mod = _module()
-        _bind(mod, grad_req="add")
+        bind_regression(mod, grad_req="add")
         mod.init_optimizer(optimizer_params={"learning_rate": 0.1})
-        batches = _batches()
+        batches = regression_batches()
         for batch in batches[:2]:
             mod.forward(batch, is_train=True)
             mod.backward()
@@ -292,9 +268,9 @@ def test_grad_req_add_keeps_accumulated_gradients(monkeypatch):
 def test_inputs_need_grad_survives(monkeypatch):
     def run(rebind):
         mod = _module()
-        _bind(mod, inputs_need_grad=True)
+        bind_regression(mod, inputs_need_grad=True)
         mod.init_optimizer(optimizer=ADAM[0], optimizer_params=ADAM[1])
-        batches = _batches()
+        batches = regression_batches()
         _step(mod, batches[0])
         mxcompat.freeze(*FROZEN)
         grads = []
@@ -311,10 +287,10 @@ def test_inputs_need_grad_survives(monkeypatch):
 def test_states_survive(monkeypatch):
     def run(rebind):
         mod = _module(symbol=_symbol(state=True), state_names=["carry"])
-        _bind(mod)
+        bind_regression(mod)
         mod.init_optimizer(optimizer=ADAM[0], optimizer_params=ADAM[1])
         mod.set_states(value=0.25)
-        batches = _batches()
+        batches = regression_batches()
         _step(mod, batches[0])
         mxcompat.freeze(*FROZEN)
         _step(mod, batches[1])
@@ -327,27 +303,27 @@ def test_states_survive(monkeypatch):
 
 def test_monitor_installed_follows_the_new_executors():
     mod = _module()
-    _bind(mod)
+    bind_regression(mod)
     mod.init_optimizer()
     mon = mx.mon.Monitor(1, pattern="fc2_.*")
     mod.install_monitor(mon)
     mxcompat.freeze(*FROZEN)
     mon.tic()
-    _step(mod, _batches()[0])
+    _step(mod, regression_batches()[0])
     assert mon.exes == mod._exec_group.execs  # the old executors are gone from it
     assert mon.toc()  # and the new ones report
 
 
 def test_monitor_callback_set_by_hand_keeps_the_executors(recwarn):
     mod = _module()
-    _bind(mod)
+    bind_regression(mod)
     mod.init_optimizer(optimizer=ADAM[0], optimizer_params=ADAM[1])
     seen = []
     mod._exec_group.execs[0].set_monitor_callback(lambda *a: seen.append(a[0]))
     group = mod._exec_group
     start = _values(mod)
     mxcompat.freeze(*FROZEN)
-    for batch in _batches():
+    for batch in regression_batches():
         _step(mod, batch)
     assert mod._exec_group is group and seen
     end = _values(mod)
@@ -363,7 +339,7 @@ def test_monitor_callback_set_by_hand_keeps_the_executors(recwarn):
 def test_shared_modules_rebind_together(monkeypatch):
     def run(rebind):
         first = _module()
-        _bind(first)
+        bind_regression(first)
         first.init_optimizer(optimizer=ADAM[0], optimizer_params=ADAM[1])
         second = _module()
         second.bind(
@@ -371,8 +347,10 @@ def test_shared_modules_rebind_together(monkeypatch):
             label_shapes=[("lro_label", (2, 3))],
             shared_module=first,
         )
-        batches = _batches()
-        small = [mx.io.DataBatch([b.data[0][:2]], [b.label[0][:2]]) for b in _batches(seed=1)]
+        batches = regression_batches()
+        small = [
+            mx.io.DataBatch([b.data[0][:2]], [b.label[0][:2]]) for b in regression_batches(seed=1)
+        ]
         _step(first, batches[0])
         mxcompat.freeze(*FROZEN)
         for i in range(4):
@@ -453,9 +431,9 @@ def test_sequential_module_rebinds_each_module(monkeypatch):
             take_labels=True,
             auto_wiring=True,
         )
-        _bind(seq)
+        bind_regression(seq)
         seq.init_optimizer(optimizer=ADAM[0], optimizer_params=ADAM[1])
-        batches = _batches()
+        batches = regression_batches()
         _step(seq, batches[0])
         mxcompat.freeze(*FROZEN)
         for batch in batches:

@@ -98,3 +98,34 @@ def language_model(cell, seed=0):
     tokens = mx.nd.array(np.random.RandomState(seed).randint(0, VOCAB, (STEPS, BATCH)))
     net(tokens)
     return net, tokens
+
+
+def regression_batches(n=3, seed=0, batch=4):
+    """``n`` seeded batches for ``regression_module``: ``data`` (batch, 4), ``lro_label``
+    (batch, 3), uniform in [-1, 1)."""
+    rng = np.random.RandomState(seed)
+    return [
+        mx.io.DataBatch(
+            [mx.nd.array(rng.uniform(-1, 1, (batch, 4)))],
+            [mx.nd.array(rng.uniform(-1, 1, (batch, 3)))],
+        )
+        for _ in range(n)
+    ]
+
+
+def bind_regression(mod, batch=4, **kwargs):
+    """Bind ``regression_module``'s ``mod`` for ``regression_batches`` and initialise it the
+    same way every time (seeded ``Uniform(0.5)``)."""
+    mod.bind(data_shapes=[("data", (batch, 4))], label_shapes=[("lro_label", (batch, 3))], **kwargs)
+    mx.random.seed(1)
+    mod.init_params(mx.init.Uniform(0.5))
+
+
+def flat_state(state):
+    """An optimizer state (an NDArray, None, or nested tuples of them) as a flat list of
+    NumPy copies, to compare two runs' states exactly."""
+    if state is None:
+        return []
+    if isinstance(state, (list, tuple)):
+        return [a for s in state for a in flat_state(s)]
+    return [state.asnumpy().copy()]
