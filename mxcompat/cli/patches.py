@@ -57,7 +57,7 @@ def _patch_table():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             import mxnet as mx
-    except Exception as exc:  # pylint: disable=broad-except
+    except Exception as exc:  # whatever it is, said as the command's error
         error = "cannot import mxnet: %s: %s" % (type(exc).__name__, exc)
     version = facts.parse_version(getattr(mx, "__version__", ""))
     supported = version is not None and facts.is_supported(version)

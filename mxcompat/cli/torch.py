@@ -93,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
     ) as exc:
         sys.stderr.write("mxcompat torch: %s\n" % exc)
         return 1
-    except Exception as exc:  # pylint: disable=broad-except
+    except Exception as exc:  # whatever it is, said as the command's error
         sys.stderr.write("mxcompat torch: %s: %s\n" % (type(exc).__name__, exc))
         return 1
     sys.stdout.write("wrote %s%s\n" % (", ".join(written), weights_note))

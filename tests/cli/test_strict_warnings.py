@@ -109,9 +109,9 @@ from mxcompat import MXCompatWarning
 import mxnet as mx
 mxcompat.unpatch()
 mxcompat.patch()
-from mxcompat.cli import check
-results, _ = check.run_checks()
-bad = [r for r in results if r["status"] == check.FAIL]
+from mxcompat.cli.check import runner
+results, _ = runner.run_checks()
+bad = [r for r in results if r["status"] == runner.FAIL]
 assert not bad, bad
 net = mx.gluon.nn.HybridSequential()
 net.add(mx.gluon.nn.Dense(3, in_units=4))

@@ -15,7 +15,7 @@ from . import numpy_scenarios  # noqa: F401
 from . import model_scenarios  # noqa: F401
 
 # isort: on
-from .runner import FAIL, OK, SKIP, Skip, check, report, run_checks  # noqa: F401
+from .runner import report
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
