@@ -19,6 +19,8 @@ from mxnet import autograd, gluon
 import mxcompat
 from tests.support.models import (
     bind_regression,
+    bucket_batch,
+    bucket_sym_gen,
     dense_net,
     flat_state,
     mlp_symbol,
@@ -608,29 +610,9 @@ def test_module_fit_two_epochs(contexts, recwarn):
     assert _ours(recwarn) == []
 
 
-def _bucket_sym_gen(key):
-    data = mx.sym.Variable("data")  # (batch, key, 4)
-    hidden = mx.sym.Activation(
-        mx.sym.FullyConnected(data, num_hidden=5, flatten=False, name="fc1"), act_type="tanh"
-    )
-    pooled = mx.sym.mean(hidden, axis=1)
-    out = mx.sym.FullyConnected(pooled, num_hidden=3, name="fc2")
-    return mx.sym.LinearRegressionOutput(out, name="lro"), ("data",), ("lro_label",)
-
-
-def _bucket_batch(rng, key):
-    return mx.io.DataBatch(
-        [mx.nd.array(rng.uniform(-1, 1, (BATCH, key, 4)))],
-        [mx.nd.array(rng.uniform(-1, 1, (BATCH, 3)))],
-        bucket_key=key,
-        provide_data=[mx.io.DataDesc("data", (BATCH, key, 4))],
-        provide_label=[mx.io.DataDesc("lro_label", (BATCH, 3))],
-    )
-
-
 @pytest.mark.parametrize("when", ["before_bind", "after_steps"])
 def test_bucketing_module(when, recwarn):
-    mod = mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=3, context=mx.cpu())
+    mod = mx.mod.BucketingModule(bucket_sym_gen, default_bucket_key=3, context=mx.cpu())
     if when == "before_bind":
         mxcompat.freeze(*FROZEN)
     mod.bind(data_shapes=[("data", (BATCH, 3, 4))], label_shapes=[("lro_label", (BATCH, 3))])
@@ -638,7 +620,7 @@ def test_bucketing_module(when, recwarn):
     mod.init_params(mx.init.Uniform(0.5))
     mod.init_optimizer(optimizer="sgd", optimizer_params=OPTIMIZERS[0][1])
     rng = np.random.RandomState(0)
-    batches = [_bucket_batch(rng, key) for key in (2, 3, 2, 3, 2, 3)]
+    batches = [bucket_batch(rng, key) for key in (2, 3, 2, 3, 2, 3)]
     if when == "after_steps":
         for batch in batches[:2]:
             mod.forward(batch, is_train=True)
@@ -753,12 +735,12 @@ def test_unfreeze_after_frozen_bind_rebinds_with_gradients(recwarn):
 
 def test_unfreeze_after_frozen_bind_rebinds_every_bucket(recwarn):
     mxcompat.freeze("fc2_*")
-    mod = mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=3, context=mx.cpu())
+    mod = mx.mod.BucketingModule(bucket_sym_gen, default_bucket_key=3, context=mx.cpu())
     mod.bind(data_shapes=[("data", (BATCH, 3, 4))], label_shapes=[("lro_label", (BATCH, 3))])
     mod.init_params(mx.init.Uniform(0.5))
     mod.init_optimizer()
     rng = np.random.RandomState(0)
-    batches = [_bucket_batch(rng, key) for key in (2, 3, 2, 3)]
+    batches = [bucket_batch(rng, key) for key in (2, 3, 2, 3)]
     for batch in batches[:2]:
         mod.forward(batch, is_train=True)
         mod.backward()
@@ -1013,7 +995,7 @@ def test_report_for_bucketing_and_sequential_modules():
     bind_regression(seq)
     report = mxcompat.frozen_report(seq)
     assert set(report.frozen) == FROZEN_NAMES and len(report.trainable) == 2
-    bucketing = mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=3)
+    bucketing = mx.mod.BucketingModule(bucket_sym_gen, default_bucket_key=3)
     with pytest.raises(ValueError) as info:
         mxcompat.frozen_report(bucketing)
     assert "bind the BucketingModule first" in str(info.value)

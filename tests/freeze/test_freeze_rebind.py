@@ -17,7 +17,13 @@ import numpy as np
 import pytest
 
 import mxcompat
-from tests.support.models import bind_regression, flat_state, regression_batches
+from tests.support.models import (
+    bind_regression,
+    bucket_batch,
+    bucket_sym_gen,
+    flat_state,
+    regression_batches,
+)
 from tests.support.ps_cluster import run_cluster
 
 freeze_binding = importlib.import_module("mxcompat.freeze.binding")
@@ -364,34 +370,15 @@ def test_shared_modules_rebind_together(monkeypatch):
     _compare(*_both(run, monkeypatch))
 
 
-def _bucket_sym_gen(key):
-    data = mx.sym.Variable("data")  # (batch, key, 4)
-    hidden = mx.sym.Activation(
-        mx.sym.FullyConnected(data, num_hidden=5, flatten=False, name="fc1"), act_type="tanh"
-    )
-    out = mx.sym.FullyConnected(mx.sym.mean(hidden, axis=1), num_hidden=3, name="fc2")
-    return mx.sym.LinearRegressionOutput(out, name="lro"), ("data",), ("lro_label",)
-
-
-def _bucket_batch(rng, key):
-    return mx.io.DataBatch(
-        [mx.nd.array(rng.uniform(-1, 1, (BATCH, key, 4)))],
-        [mx.nd.array(rng.uniform(-1, 1, (BATCH, 3)))],
-        bucket_key=key,
-        provide_data=[mx.io.DataDesc("data", (BATCH, key, 4))],
-        provide_label=[mx.io.DataDesc("lro_label", (BATCH, 3))],
-    )
-
-
 def test_bucketing_module_rebinds_every_bucket(monkeypatch):
     def run(rebind):
-        mod = mx.mod.BucketingModule(_bucket_sym_gen, default_bucket_key=3, context=mx.cpu())
+        mod = mx.mod.BucketingModule(bucket_sym_gen, default_bucket_key=3, context=mx.cpu())
         mod.bind(data_shapes=[("data", (BATCH, 3, 4))], label_shapes=[("lro_label", (BATCH, 3))])
         mx.random.seed(1)
         mod.init_params(mx.init.Uniform(0.5))
         mod.init_optimizer(optimizer=ADAM[0], optimizer_params=ADAM[1])
         rng = np.random.RandomState(0)
-        batches = [_bucket_batch(rng, key) for key in (2, 3, 2, 3, 4, 3, 2)]
+        batches = [bucket_batch(rng, key) for key in (2, 3, 2, 3, 4, 3, 2)]
         for batch in batches[:2]:
             _step(mod, batch)
         buckets = dict(mod._buckets)

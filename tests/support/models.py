@@ -129,3 +129,26 @@ def flat_state(state):
     if isinstance(state, (list, tuple)):
         return [a for s in state for a in flat_state(s)]
     return [state.asnumpy().copy()]
+
+
+def bucket_sym_gen(key):
+    """A BucketingModule's ``sym_gen``: ``data`` (batch, ``key``, 4) through ``fc1`` (per step)
+    and a mean over the steps to ``fc2`` and the regression head; the same parameters for every
+    ``key``."""
+    data = mx.sym.Variable("data")
+    hidden = mx.sym.Activation(
+        mx.sym.FullyConnected(data, num_hidden=5, flatten=False, name="fc1"), act_type="tanh"
+    )
+    out = mx.sym.FullyConnected(mx.sym.mean(hidden, axis=1), num_hidden=3, name="fc2")
+    return mx.sym.LinearRegressionOutput(out, name="lro"), ("data",), ("lro_label",)
+
+
+def bucket_batch(rng, key, batch=4):
+    """A batch of bucket ``key`` for ``bucket_sym_gen``, drawn from ``rng``."""
+    return mx.io.DataBatch(
+        [mx.nd.array(rng.uniform(-1, 1, (batch, key, 4)))],
+        [mx.nd.array(rng.uniform(-1, 1, (batch, 3)))],
+        bucket_key=key,
+        provide_data=[mx.io.DataDesc("data", (batch, key, 4))],
+        provide_label=[mx.io.DataDesc("lro_label", (batch, 3))],
+    )
