@@ -1,5 +1,6 @@
 """What the commands share about their arguments: the error of a command asked for what it
-cannot do (a bad option value, a missing tool), and the type of an `--input-shape`."""
+cannot do (a bad option value, a missing tool), the errors a conversion reports in one line,
+and the type of an `--input-shape`."""
 
 import argparse
 
@@ -7,6 +8,18 @@ import argparse
 class UsageError(Exception):
     """What was asked cannot be done; the message says why.  ``mxcompat`` prints the command's
     usage and ``mxcompat COMMAND: error: MESSAGE`` and exits 2, as for a bad option."""
+
+
+# What a conversion command (onnx, torch) reports as its one-line error: a bad file, a missing
+# extra, an operator or value the conversion refuses, MXNet's own checks.
+CONVERSION_ERRORS = (
+    OSError,
+    ImportError,
+    NotImplementedError,
+    ValueError,
+    TypeError,
+    AssertionError,
+)
 
 
 def parse_shape(text):

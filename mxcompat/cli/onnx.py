@@ -7,7 +7,7 @@ import os
 import sys
 
 from .. import onnx as onnx_export
-from ._usage import parse_shape
+from ._usage import CONVERSION_ERRORS, parse_shape
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -71,14 +71,7 @@ def main(args: argparse.Namespace) -> int:
             opset=args.opset,
             verify=not args.no_verify,
         )
-    except (
-        OSError,
-        ImportError,
-        NotImplementedError,
-        ValueError,
-        TypeError,
-        AssertionError,
-    ) as exc:
+    except CONVERSION_ERRORS as exc:
         sys.stderr.write("mxcompat onnx: %s\n" % exc)
         return 1
     except Exception as exc:

@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from ._usage import parse_shape
+from ._usage import CONVERSION_ERRORS, parse_shape
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -83,14 +83,7 @@ def main(args: argparse.Namespace) -> int:
 
         out = args.output or args.prefix + "-torch"
         written, weights_note = write_model((args.prefix, args.epoch), out, args.input_shape)
-    except (
-        OSError,
-        ImportError,
-        NotImplementedError,
-        ValueError,
-        TypeError,
-        AssertionError,
-    ) as exc:
+    except CONVERSION_ERRORS as exc:
         sys.stderr.write("mxcompat torch: %s\n" % exc)
         return 1
     except Exception as exc:  # whatever it is, said as the command's error
