@@ -11,6 +11,12 @@ round (seen: up to 336 bytes, one 2-tuple flipping between two reads).  So the m
 ten reads in the last hundred steps may exceed the median of the ten in the second hundred by
 ``MARGIN`` bytes at most: less than one object (>= 32 bytes) kept per step, per registry
 change (60 between the windows) or per model (30 cycles between them) would add.
+
+With wrapt < 1.15 tracemalloc cannot tell: its C extension builds the argument tuples of
+stacked wrappers itself, so CPython's tuple free lists fill up with blocks traced to the
+mxcompat line that called (tens of KB, bounded: it levels off after some hundred calls of
+``Module.bind``, while the process holds no more objects).  There the test counts the
+objects the garbage collector tracks instead, with ``OBJECT_MARGIN``.
 """
 
 import gc
@@ -61,13 +67,16 @@ def traced():
 
 def _footprint():
     gc.collect()
+    if _WRAPT < (1, 15):
+        return len(gc.get_objects()), None
     snapshot = tracemalloc.take_snapshot().filter_traces(
         [tracemalloc.Filter(True, os.path.join(_PACKAGE, "*"))]
     )
     return sum(stat.size for stat in snapshot.statistics("filename")), snapshot
 
 
-MARGIN = 512
+MARGIN = 512  # bytes
+OBJECT_MARGIN = 8  # objects, with wrapt < 1.15
 
 
 def _median_read(reads, window):
@@ -78,6 +87,12 @@ def _median_read(reads, window):
 def _assert_no_growth(reads, second, last, what):
     """``reads``: step (or cycle) -> ``_footprint()``."""
     (size_a, snap_a), (size_b, snap_b) = _median_read(reads, second), _median_read(reads, last)
+    if snap_a is None:
+        assert size_b <= size_a + OBJECT_MARGIN, (
+            "%s: objects tracked by the garbage collector grew, median %d -> %d (reads %s)"
+            % (what, size_a, size_b, [reads[i][0] for i in sorted(reads)])
+        )
+        return
     grown = [str(d) for d in snap_b.compare_to(snap_a, "lineno") if d.size_diff][:8]
     assert size_b <= size_a + MARGIN, (
         "%s: mxcompat's footprint grew, median %d -> %d bytes "
@@ -205,13 +220,6 @@ def test_dropped_models_are_collected_and_footprint_flat(traced):
         mxcompat.unfreeze()
         if i + 1 in CYCLE_SECOND or i + 1 in CYCLE_LAST:
             reads[i + 1] = _footprint()
-    if _WRAPT < (1, 15):
-        pytest.skip(
-            "wrapt %s: its C extension keeps ~50 bytes per call of Module() and more "
-            "per Module.bind() through mxcompat's stacked wrappers, allocated in C under "
-            "to_module's lines (not with wrapt 2.5.2); the models were collected"
-            % wrapt.__version__
-        )
     _assert_no_growth(reads, CYCLE_SECOND, CYCLE_LAST, "build/freeze/train/convert/drop")
 
 
