@@ -1,7 +1,8 @@
 """Training parity: five steps of MXNet's SGD (momentum, with a learning-rate scheduler), NAG,
 Adam and RMSProp (plain and centered) on a ResNet-18 and on the LSTM language model, in MXNet
 (Module, and Gluon's Trainer) and in the converted module with ``to_torch_optimizer``: weights
-and BatchNorm statistics within 1e-5 (relative to each array's largest value), with
+and BatchNorm statistics within 1e-5 in float32, 1e-8 in float64 (relative to each array's
+largest value), with
 ``rescale_grad``, ``clip_gradient`` (small enough to bite), ``wd`` and an ``lr_mult``; a
 frozen parameter stays bit for bit where it was.
 
@@ -11,8 +12,10 @@ after one SGD step and 28 % after five (on a stage-1 BatchNorm beta; Adam: 75 %)
 input in stage 1 sits within float32 rounding of 0, and Adam turns a gradient within rounding of
 0 into a step of the learning rate.  Measured against the same converted model run in float64,
 MXNet's float32 run and the converted one's are equally far (26 % both, SGD; 79 % and 78 %,
-Adam), while in float64 MXNet and the converted model agree within 1e-13 (SGD) and 2e-9
-(Adam).  ``test_resnet18_in_float32_parts_from_itself_one_ulp_apart`` holds the first fact.
+Adam), while in float64 MXNet and the converted model agree within 1e-13 (SGD, NAG), 1e-11
+(RMSProp) and 2e-9 (Adam), on 1.9.1 and 1.5.1: hence 1e-8 there, which a slip of the rules
+hidden under 1e-5 would not pass.
+``test_resnet18_in_float32_parts_from_itself_one_ulp_apart`` holds the first fact.
 The LSTM runs stay in float32: there they hold within 1e-5."""
 
 import importlib.util
@@ -51,7 +54,8 @@ def _params(kind):
     return name, params
 
 
-def _close(actual, expected, what, rtol=1e-5):
+def _close(actual, expected, what):
+    rtol = 1e-8 if expected.dtype == np.float64 else 1e-5
     actual = np.asarray(actual, np.float64)
     scale = max(float(np.abs(expected).max()), 1e-6)
     worst = float(np.abs(actual - expected).max())
