@@ -69,9 +69,10 @@ def _is_checkpoint(model):
     )
 
 
-def _frozen_names(model, names):
+def _frozen_names(model, names, aux):
     """The parameters MXNet would not train: a Module's fixed_param_names, a Gluon
-    Parameter's grad_req 'null', and mxcompat's freeze registry."""
+    Parameter's grad_req 'null', and mxcompat's freeze registry (statistics: the registry
+    only).  ``aux``: the graph's auxiliary states."""
     from ..freeze import is_frozen
 
     mx = _mx()
@@ -80,7 +81,9 @@ def _frozen_names(model, names):
         frozen.update(getattr(model, "_fixed_param_names", None) or ())
     elif isinstance(model, mx.gluon.HybridBlock):
         for param in model.collect_params().values():
-            if param.grad_req == "null":
+            # Gluon makes every BatchNorm statistic grad_req 'null' and still moves it in a
+            # training forward: that 'null' freezes nothing.
+            if param.grad_req == "null" and param.name not in aux:
                 frozen.add(param.name)
     return frozen & set(names)
 
@@ -184,7 +187,8 @@ def to_torch(
     their MXNet names (a ``.`` written ``%2E``, a ``%`` ``%25``: ``codegen.mxnet_name`` undoes
     it), copied bit for bit; those MXNet would not train (``fixed_param_names``, a Gluon
     ``grad_req='null'``, ``mxcompat.freeze``) have ``requires_grad=False``, and BatchNorm
-    statistics frozen in mxcompat's registry do not move in training.  The forward takes the
+    statistics frozen in mxcompat's registry do not move in training (a Gluon statistic's
+    ``grad_req='null'`` is every statistic's: they move, as in Gluon).  The forward takes the
     graph's inputs in order, then the loss heads' labels (default None: inference; given, the
     heads' backward is MXNet's).
 
@@ -200,7 +204,7 @@ def to_torch(
             raise _fail(WHERE, "%s is a number >= 0, not %r" % (name, value), TypeError)
     torch = import_torch()
     model, symbol, params, inputs, known = _analyse(model)
-    frozen = _frozen_names(model, list(params))
+    frozen = _frozen_names(model, list(params), set(symbol.list_auxiliary_states()))
     source, prog = _build(symbol, params, frozen)
     filename = "<mxcompat.to_torch %d>" % next(_counter)
     namespace = _compile(source, filename)

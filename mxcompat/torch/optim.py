@@ -15,7 +15,9 @@ What MXNet does that PyTorch's optimizers do not, each kept here:
 - Adam's bias correction is folded into the learning rate (``lr * sqrt(1 - b2**t) / (1 -
   b1**t)``) and epsilon is added to ``sqrt(v)``; RMSProp's epsilon is inside the root;
 - the learning-rate scheduler is MXNet's own (a copy: the original keeps its state), called
-  with the number of updates so far.
+  with the number of updates so far;
+- every hyper-parameter reaches MXNet's kernels as a float32 (``lr`` and ``wd`` after their
+  multipliers and Adam's correction): rounded so here too, which a float64 model shows.
 
 A parameter with ``requires_grad=False`` (frozen in MXNet) or without a gradient is not
 touched, as MXNet skips a fixed parameter.  torch is imported at the first call.
@@ -76,6 +78,13 @@ def _multipliers(opt, names):
         }
     finally:
         opt.lr, opt.wd, opt.lr_scheduler = saved
+
+
+def _r32(a):
+    """a as MXNet's kernels receive it: their hyper-parameters are float32."""
+    import numpy as np
+
+    return float(np.float32(a))
 
 
 def _f32(a, b):
@@ -144,8 +153,8 @@ def _optimizer_class(torch):
 
         def _update(self, w, group):
             kind = self.kind
-            lr = self.current_lr(group)
-            wd = group["wd"] * group["wd_mult"]
+            lr = _r32(self.current_lr(group))
+            wd = _r32(group["wd"] * group["wd_mult"])
             clip = group["clip_gradient"]
             g = w.grad * group["rescale_grad"]
             state = self.state[w]
@@ -183,12 +192,12 @@ def _optimizer_class(torch):
                 t = state["step"] = state.get("step", self.begin) + 1
                 b1, b2 = group["beta1"], group["beta2"]
                 # The correction in double, as MXNet's Python computes it; the kernel's
-                # 1 - beta in float32.
-                lr = lr * math.sqrt(1.0 - b2**t) / (1.0 - b1**t)
+                # betas and 1 - beta in float32.
+                lr = _r32(self.current_lr(group) * math.sqrt(1.0 - b2**t) / (1.0 - b1**t))
                 mean = state.setdefault("mean", torch.zeros_like(w))
                 var = state.setdefault("var", torch.zeros_like(w))
-                mean.mul_(b1).add_(_f32(1.0, b1) * g)
-                var.mul_(b2).add_(_f32(1.0, b2) * g.square())
+                mean.mul_(_r32(b1)).add_(_f32(1.0, b1) * g)
+                var.mul_(_r32(b2)).add_(_f32(1.0, b2) * g.square())
                 w.sub_(lr * mean / (var.sqrt() + group["epsilon"]))
                 return
             g1, eps = group["gamma1"], group["epsilon"]
@@ -263,20 +272,21 @@ def to_torch_optimizer(
     settings = {
         "lr": opt.lr,
         "wd": opt.wd,
-        "rescale_grad": opt.rescale_grad if rescale is None else rescale,
-        "clip_gradient": opt.clip_gradient or 0.0,
+        "rescale_grad": _r32(opt.rescale_grad if rescale is None else rescale),
+        "clip_gradient": _r32(opt.clip_gradient or 0.0),
     }
     if kind in ("sgd", "nag"):
-        settings["momentum"] = opt.momentum
+        settings["momentum"] = _r32(opt.momentum)
     elif kind == "adam":
-        settings.update(beta1=opt.beta1, beta2=opt.beta2, epsilon=opt.epsilon)
+        # The betas as given: Python's bias correction reads them in double.
+        settings.update(beta1=opt.beta1, beta2=opt.beta2, epsilon=_r32(opt.epsilon))
     else:
         settings.update(
-            gamma1=opt.gamma1,
-            gamma2=opt.gamma2,
-            epsilon=opt.epsilon,
+            gamma1=_r32(opt.gamma1),
+            gamma2=_r32(opt.gamma2),
+            epsilon=_r32(opt.epsilon),
             centered=bool(opt.centered),
-            clip_weights=opt.clip_weights or 0.0,
+            clip_weights=_r32(opt.clip_weights or 0.0),
         )
     groups = []
     for name, param in named:

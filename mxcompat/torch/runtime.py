@@ -9,6 +9,7 @@ writes, so a converted model runs where neither is installed.
 """
 
 import math
+import struct
 
 import torch
 import torch.nn.functional as F
@@ -81,6 +82,8 @@ def batch_norm(
     if training and not use_global_stats:
         out = F.batch_norm(x, None, None, gamma, beta, True, 0.0, eps)
         if update_stats:
+            # MXNet's momentum is a float32 parameter: 1 - 0.9 weighs the batch as 0.1000000238.
+            momentum = struct.unpack("f", struct.pack("f", momentum))[0]
             with torch.no_grad():
                 dims = [d for d in range(x.dim()) if d != 1]
                 mean = x.mean(dims)

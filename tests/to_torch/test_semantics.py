@@ -148,6 +148,36 @@ def test_batchnorm_training_momentum_and_biased_variance():
     assert not _close(var.numpy(), stats["bn_moving_var"])
 
 
+def test_gluon_batchnorm_statistics_move_in_training():
+    """Gluon gives every BatchNorm statistic grad_req 'null' and still moves it in a training
+    forward: read as 'frozen' (as a trained parameter's 'null' is), the converted statistics
+    would stay where they were."""
+    import torch
+    from mxnet import autograd, gluon
+
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Conv2D(3, 1), gluon.nn.BatchNorm(momentum=0.8))
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = _data(2, 3, 4, 4)
+    net(mx.nd.array(x))
+    stats = [p for p in net.collect_params().values() if "running" in p.name]
+    assert stats and all(p.grad_req == "null" for p in stats)
+    module = mxcompat.to_torch(net, verify=False)
+    assert "update_stats=False" not in module.code
+    before = {p.name: p.data().asnumpy() for p in stats}
+    with autograd.record():
+        out = net(mx.nd.array(x))
+    out.backward()  # where MXNet moves them
+    mx.nd.waitall()
+    module.train()
+    module(torch.from_numpy(x))
+    for p in stats:
+        want = p.data().asnumpy()
+        assert not _close(want, before[p.name]), p.name  # Gluon moved it
+        assert _close(module.state_dict()[p.name].numpy(), want), p.name
+
+
 # --- Pooling --------------------------------------------------------------------------------------
 
 

@@ -1,9 +1,24 @@
 """Training parity: five steps of MXNet's SGD (momentum, with a learning-rate scheduler), NAG,
 Adam and RMSProp (plain and centered) on a ResNet-18 and on the LSTM language model, in MXNet
 (Module, and Gluon's Trainer) and in the converted module with ``to_torch_optimizer``: weights
-and BatchNorm statistics within 1e-5 (relative to each array's largest value), with
-``rescale_grad``, ``clip_gradient`` (small enough to bite), ``wd`` and an ``lr_mult``; a
-frozen parameter stays bit for bit where it was."""
+and BatchNorm statistics within 1e-5 in float32, 1e-8 in float64 (relative to each array's
+largest value), with ``rescale_grad``, ``clip_gradient`` (small enough to bite), ``wd`` and an
+``lr_mult``; a frozen parameter stays bit for bit where it was.
+
+The ResNet-18 runs are in float64 on both sides.  In float32 its training is too ill-conditioned
+for any 1e-5 comparison: MXNet against itself, from initial weights one ulp apart, parts by
+0.9 % after one SGD step and 28 % after five (on a stage-1 BatchNorm beta; Adam: 75 %).  At the
+initial weights one input of stage 1's last ReLU is 2e-8 of its array's largest value, under
+float32's rounding there (5e-7): float32 and float64 take opposite sides of the kink, and the
+gradients of stage 1 and the stem differ by up to 3 % (the later stages' by 3e-6).  Adam's
+step, lr * g / (|g| + 1e-8), adds its own: gradients within rounding of 0 (1e-8 beside 0.05)
+step by up to a fifth of the learning rate, in MXNet and torch differently.  Against the same
+converted model run in float64, MXNet's float32 run and the converted one's are equally far
+(26 % both, SGD; 79 % and 78 %, Adam), while in float64 MXNet and the converted model agree
+within 1e-13 (SGD, NAG), 1e-11 (RMSProp) and 2e-9 (Adam), on 1.9.1 and 1.5.1: hence 1e-8 there,
+which a slip of the rules hidden under 1e-5 would not pass.
+``test_resnet18_in_float32_parts_from_itself_one_ulp_apart`` holds the first fact.  The LSTM
+runs stay in float32: there they hold within 1e-5."""
 
 import importlib.util
 
@@ -14,7 +29,6 @@ from mxnet import autograd, gluon
 from mxnet.gluon.model_zoo import vision
 
 import mxcompat
-from tests.support.stack import MX_VERSION
 
 _SPEC = importlib.util.find_spec("torch")
 pytestmark = pytest.mark.skipif(
@@ -42,7 +56,8 @@ def _params(kind):
     return name, params
 
 
-def _close(actual, expected, what, rtol=1e-5):
+def _close(actual, expected, what):
+    rtol = 1e-8 if expected.dtype == np.float64 else 1e-5
     actual = np.asarray(actual, np.float64)
     scale = max(float(np.abs(expected).max()), 1e-6)
     worst = float(np.abs(actual - expected).max())
@@ -52,20 +67,21 @@ def _close(actual, expected, what, rtol=1e-5):
 # --- the models ---------------------------------------------------------------------------------
 
 
-def resnet(batch=2):
+def resnet(batch=2, dtype="float64"):
     mx.random.seed(0)
     net = vision.resnet18_v1(classes=4, thumbnail=True)
     net.initialize(mx.init.Xavier())
+    net.cast(dtype)  # before the graph is built: its variables take the type
     net.hybridize()
     rng = np.random.RandomState(0)
     batches = [
         (
-            rng.uniform(-1, 1, (batch, 3, 32, 32)).astype(np.float32),
-            rng.randint(0, 4, (batch,)).astype(np.float32),
+            rng.uniform(-1, 1, (batch, 3, 32, 32)).astype(dtype),
+            rng.randint(0, 4, (batch,)).astype(dtype),
         )
         for _ in range(STEPS)
     ]
-    net(mx.nd.array(batches[0][0]))
+    net(mx.nd.array(batches[0][0], dtype=dtype))
     return net, batches, list(net.collect_params().values())[0].name  # the first convolution
 
 
@@ -88,25 +104,21 @@ def lstm(batch=3):
 
 MODELS = {"resnet18": resnet, "lstm": lstm}
 
-# Not reached yet: on the ResNet-18 (BatchNorm in training, batch statistics) these runs part
-# from MXNet beyond 1e-5 from the second step (a few % on the first trained convolution),
-# though each step's gradients agree within 4e-6 given the same weights and each update rule
-# agrees with MXNet's updater within 2e-7 on one array (test_one_array_...).  They run up to
-# the xfail, which says so in every report.
-_OPEN = {("module", "resnet18", k) for k in ("nag", "adam", "rmsprop", "rmsprop_centered")} | {
-    ("trainer", "resnet18", k) for k in OPTIMIZERS
-}
 
+@pytest.fixture
+def rmsprop_states_of_the_weights_type(monkeypatch):
+    """MXNet's RMSProp makes its states float32 whatever the weight's type, and its kernel then
+    refuses a float64 weight: here they take the weight's type, as SGD's, NAG's and Adam's do
+    (the update rule is untouched)."""
+    make = mx.optimizer.RMSProp.create_state
 
-# On 1.5.1 the Module's plain SGD on the ResNet-18 parts the same way (1.9.1 holds it).
-_OPEN_BEFORE_19 = {("module", "resnet18", "sgd")}
+    def create_state(self, index, weight):
+        state = make(self, index, weight)
+        if isinstance(state, tuple):
+            return tuple(s.astype(weight.dtype) for s in state)
+        return state.astype(weight.dtype)
 
-
-def _open_gap(path, model, kind):
-    if (path, model, kind) in _OPEN or (
-        MX_VERSION[:2] < (1, 9) and (path, model, kind) in _OPEN_BEFORE_19
-    ):
-        pytest.xfail("ResNet-18 training parity beyond the first step: not reached yet")
+    monkeypatch.setattr(mx.optimizer.RMSProp, "create_state", create_state)
 
 
 def _with_head(net, data_shape):
@@ -125,19 +137,22 @@ def _with_head(net, data_shape):
 
 @pytest.mark.parametrize("model", sorted(MODELS))
 @pytest.mark.parametrize("kind", sorted(OPTIMIZERS))
-def test_module_training_parity(model, kind):
-    import torch
-
-    _open_gap("module", model, kind)
-    net, batches, frozen = MODELS[model]()
-    if model == "lstm":  # batch first, as above
-        batches = [(x.T.copy(), y.reshape(x.shape).T.copy()) for x, y in batches]
+def _module(net, batches, frozen, kind, nudge=False):
+    """A Module over the block's graph + a SoftmaxOutput, its optimizer initialised;
+    ``nudge``: every parameter (not the statistics) one ulp up."""
     x0, y0 = batches[0]
     sym = _with_head(net, x0.shape)
     args = {p.name: p.data().copy() for p in net.collect_params().values()}
     aux_names = set(sym.list_auxiliary_states())
+    if nudge:
+        for n in set(args) - aux_names:
+            a = args[n].asnumpy()
+            args[n] = mx.nd.array(np.nextafter(a, a.dtype.type(np.inf)), dtype=a.dtype)
     mod = mx.mod.Module(sym, fixed_param_names=[frozen])
-    mod.bind([("data", x0.shape)], [("softmax_label", y0.shape)])
+    mod.bind(
+        [mx.io.DataDesc("data", x0.shape, x0.dtype)],
+        [mx.io.DataDesc("softmax_label", y0.shape, y0.dtype)],
+    )
     mod.set_params(
         {n: v for n, v in args.items() if n not in aux_names},
         {n: v for n, v in args.items() if n in aux_names},
@@ -145,15 +160,35 @@ def test_module_training_parity(model, kind):
     name, params = _params(kind)
     mod.init_optimizer(optimizer=name, optimizer_params=params)
     mod._optimizer.set_lr_mult({sorted(args)[-1]: 0.5})
+    return mod
+
+
+def _module_step(mod, x, y):
+    mod.forward(
+        mx.io.DataBatch([mx.nd.array(x, dtype=x.dtype)], [mx.nd.array(y, dtype=y.dtype)]),
+        is_train=True,
+    )
+    mod.backward()
+    mod.update()
+
+
+@pytest.mark.usefixtures("rmsprop_states_of_the_weights_type")
+@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("kind", sorted(OPTIMIZERS))
+def test_module_training_parity(model, kind):
+    import torch
+
+    net, batches, frozen = MODELS[model]()
+    if model == "lstm":  # batch first, as above
+        batches = [(x.T.copy(), y.reshape(x.shape).T.copy()) for x, y in batches]
+    mod = _module(net, batches, frozen, kind)
+    args = {p.name: p.data().copy() for p in net.collect_params().values()}
     module = mxcompat.to_torch(mod, verify=False)
     opt = mxcompat.to_torch_optimizer(mod, module)
     assert not dict(module.named_parameters())[frozen].requires_grad
     module.train()
     for x, y in batches:
-        batch = mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)])
-        mod.forward(batch, is_train=True)
-        mod.backward()
-        mod.update()
+        _module_step(mod, x, y)
         out = module(torch.from_numpy(x), torch.from_numpy(y))
         out.backward(torch.ones_like(out))
         opt.step()
@@ -168,12 +203,12 @@ def test_module_training_parity(model, kind):
     assert np.array_equal(state[frozen].numpy(), args[frozen].asnumpy())
 
 
+@pytest.mark.usefixtures("rmsprop_states_of_the_weights_type")
 @pytest.mark.parametrize("model", sorted(MODELS))
 @pytest.mark.parametrize("kind", sorted(OPTIMIZERS))
 def test_gluon_trainer_training_parity(model, kind):
     import torch
 
-    _open_gap("trainer", model, kind)
     net, batches, frozen = MODELS[model]()
     module = mxcompat.to_torch(net, verify=False)
     params = net.collect_params()
@@ -190,10 +225,10 @@ def test_gluon_trainer_training_parity(model, kind):
     module.train()
     for x, y in batches:
         with autograd.record():
-            out = net(mx.nd.array(x))
+            out = net(mx.nd.array(x, dtype=x.dtype))
             if model == "lstm":
                 out = out.reshape((-3, 0))
-            loss = loss_fn(out, mx.nd.array(y))
+            loss = loss_fn(out, mx.nd.array(y, dtype=y.dtype))
         loss.backward()
         trainer.step(batch)
         tout = module(torch.from_numpy(x))
@@ -209,6 +244,25 @@ def test_gluon_trainer_training_parity(model, kind):
     for n, p in by_name.items():
         _close(state[n].numpy(), p.data().asnumpy(), n)
     assert np.array_equal(state[frozen].numpy(), by_name[frozen].data().asnumpy())
+
+
+def test_resnet18_in_float32_parts_from_itself_one_ulp_apart():
+    """Why the ResNet-18 runs are float64: in float32, MXNet's own five SGD steps from initial
+    weights one ulp apart part by far more than the runs' 1e-5 (28 % measured on 1.9.1)."""
+    runs = []
+    for nudge in (False, True):
+        net, batches, frozen = resnet(dtype="float32")
+        mod = _module(net, batches, frozen, "sgd", nudge=nudge)
+        for x, y in batches:
+            _module_step(mod, x, y)
+        mx.nd.waitall()  # the last step's BatchNorm statistics, as above
+        arg_params, aux_params = mod.get_params()
+        # The second net's names have another prefix: the same order, sorted.
+        runs.append([v.asnumpy() for _, v in sorted(dict(arg_params, **aux_params).items())])
+    worst = max(
+        np.abs(a.astype(np.float64) - b).max() / max(np.abs(a).max(), 1e-6) for a, b in zip(*runs)
+    )
+    assert worst > 1e-3, worst
 
 
 def test_lr_scheduler_value_and_multipliers_are_mxnets():
