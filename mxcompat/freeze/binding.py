@@ -32,8 +32,9 @@ class _Inputs:
 
 
 class _BindState:
-    # Nothing here may own an executor (the Monitors are in _monitors): _look holds states
-    # of other threads' modules, and the last reference to one can be dropped there.
+    # Nothing here may own an executor (the Monitors, which do, are in _monitors): _look
+    # visits the states of other threads' modules and may drop a state's last reference.
+    # Its NDArrays and Symbol may be freed by any thread, an executor not (_states).
     __slots__ = (
         "inputs",
         "added",
@@ -56,7 +57,7 @@ class _BindState:
         # (registry version, grad list, name list) of the last update that had nothing to
         # mask (every frozen parameter bound without a gradient): the next one with the same
         # objects skips the scan.  The lists are the executor group's, which this state
-        # does not outlive (it dies with its module or its next bind).
+        # outlives by a visit of _look at most (it dies with its module or its next bind).
         self.clean = None
         # (frozen names, user's fixed names) -> what a bind would add: the FullyConnected
         # check reads the whole graph, once per distinct frozen set rather than per change.
