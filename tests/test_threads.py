@@ -1,7 +1,8 @@
 """Many threads at once, as serving and data-parallel code calls MXNet: each thread builds its own
 model, freezes its own patterns, trains, converts it both ways and exports it to ONNX, while
 another thread keeps changing the registry with unrelated patterns.  Bounded in time: a hung
-thread fails the test."""
+thread fails the test.  And a Module its own thread lets go dies in that thread, whatever the
+others do meanwhile."""
 
 import threading
 
@@ -11,8 +12,7 @@ import pytest
 
 import mxcompat
 from tests.support.models import dense_net
-from tests.support.processes import run_threads
-from tests.support.stack import MX_VERSION
+from tests.support.processes import run_python, run_threads
 
 THREADS = 8
 STEPS = 25
@@ -85,11 +85,6 @@ def _worker(index, errors, results):
         errors.append((index, exc))
 
 
-@pytest.mark.skipif(
-    MX_VERSION[:2] == (1, 5),
-    reason="KNOWN BUG, not a pass: on MXNet 1.5.1 this test stopped making progress after the "
-    "freeze-rebind, Gluon-gradients and layout merges (found in CI, cause not yet known)",
-)
 @pytest.mark.filterwarnings("ignore:mxcompat.freeze pattern:mxcompat.MXCompatWarning")
 def test_eight_threads_freeze_train_convert_and_export_their_own_models():
     errors, results = [], {}
@@ -111,7 +106,7 @@ def test_eight_threads_freeze_train_convert_and_export_their_own_models():
             index = next(counter)
         _worker(index, errors, results)
 
-    churner = threading.Thread(target=churn)
+    churner = threading.Thread(target=churn, daemon=True)
     churner.start()
     try:
         hung = run_threads(work, THREADS, 300)
@@ -136,3 +131,66 @@ def test_eight_threads_freeze_train_convert_and_export_their_own_models():
         assert onnx_ok in ((True,) if _onnx_here() else (None,))
     # Every worker unfroze what it froze; the churn's patterns are the only ones left.
     assert all(p.startswith("unrelated") for p in mxcompat.frozen_patterns())
+
+
+# The owner thread lets its Module go while the main thread's forward compares every bound
+# Module with the registry (inside registry.matches), and ends.  If that comparison held the
+# Module, it would die in the main thread after its own thread ended: up to MXNet 1.5 the
+# engine then never finishes (facts.EXECUTOR_OUTLIVES_ITS_THREAD), so the script stops itself.
+_LET_GO = """
+import faulthandler, importlib, threading, weakref
+faulthandler.dump_traceback_later(60, exit=True)
+import mxcompat
+import mxnet as mx
+registry = importlib.import_module("mxcompat.freeze.registry")
+
+def trained(prefix):
+    data = mx.sym.var("data")
+    # Temporary space in the executor: FullyConnected's from 1.5, relu's and the add's before.
+    hidden = mx.sym.relu(mx.sym.FullyConnected(data, num_hidden=6, name=prefix + "fc1"))
+    out = mx.sym.FullyConnected(hidden + hidden, num_hidden=3, name=prefix + "fc2")
+    mod = mx.mod.Module(out, label_names=None)
+    mod.bind([("data", (2, 4))], for_training=True)
+    mod.init_params()
+    mod.init_optimizer()
+    mod.forward(mx.io.DataBatch([mx.nd.ones((2, 4))], []), is_train=True)
+    mod.backward([mx.nd.ones((2, 3))])
+    mod.update()
+    mx.nd.waitall()
+    return mod
+
+ready, go, died_in = threading.Event(), threading.Event(), []
+
+def owner():
+    mod = trained("a_")
+    weakref.finalize(mod, lambda: died_in.append(threading.current_thread().name))
+    ready.set()
+    go.wait()
+    del mod
+
+thread = threading.Thread(target=owner, name="owner")
+thread.start()
+ready.wait()
+mine = trained("b_")
+matches = registry.matches
+
+def matches_while_the_owner_lets_go(names):
+    if not go.is_set():
+        go.set()
+        thread.join()
+    return matches(names)
+
+registry.matches = matches_while_the_owner_lets_go
+mxcompat.freeze("unrelated_*")
+mine.forward(mx.io.DataBatch([mx.nd.ones((2, 4))], []), is_train=True)
+registry.matches = matches
+print("died in", died_in)
+mx.nd.waitall()
+print("done")
+"""
+
+
+def test_a_module_let_go_by_its_thread_dies_there_not_in_another_threads_forward():
+    proc = run_python(_LET_GO, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split("\n")[:2] == ["died in ['owner']", "done"], proc.stdout

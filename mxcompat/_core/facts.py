@@ -101,6 +101,16 @@ BATCHNORM_STATS_MOVE_IN_BACKWARD = (1, 3)
 # oneDNN or not, mxcompat imported or not); after mx.nd.waitall() every read agrees.  Read so,
 # the same training seems to leave a statistic at 0 in one run and moved in the next.
 BATCHNORM_STATS_WRITE_UNORDERED = (1, 3)
+# An executor whose graph holds a temporary-space resource (FullyConnected from 1.5; relu,
+# elemwise_add, sum on every release), freed after the thread that bound it has ended, leaves
+# the engine with an operation that never runs: every later mx.nd.waitall() waits forever.
+# Each thread has its own resource manager, destroyed with the thread up to 1.5; the
+# executor's release then writes to its freed variables.  From 1.6 MXNet is built to keep each
+# thread's stores until the process exits.  Measured without mxcompat (bind in a thread, let
+# it end, free the executor, waitall): hangs on 1.3.1, 1.4.1 (relu, add; not FullyConnected)
+# and 1.5.1 (FullyConnected too), never on 1.6.0 and 1.9.1; freed while its thread still
+# runs, never.  So mxcompat never holds the last reference to another thread's Module.
+EXECUTOR_OUTLIVES_ITS_THREAD = (1, 6)
 # Symbol.__iter__ goes by index from 1.5; before, by output *name* (one list_outputs() per
 # item: quadratic, e.g. SymbolBlock.__init__ walks get_internals() so; wrong for duplicate
 # output names, which 1.3/1.4's SymbolBlock then rejects).

@@ -16,29 +16,48 @@ from .onednn_fc_bias import null_would_stop_bias, registry_bind
 REBIND = True
 
 
+class _Inputs:
+    """What a bind of a module reads to choose its fixed names, taken at its bind, so that
+    ``_look`` compares every bound module without touching one (see ``_states``)."""
+
+    __slots__ = ("names", "fixed", "keeps_all", "symbol", "contexts")
+
+    def __init__(self, module):
+        self.names = tuple(module._param_names)
+        # The user's own list itself: changed in place, it is read as changed.
+        self.fixed = module.__dict__.get("_fixed_param_names")
+        self.keeps_all = _keeps_every_gradient(module)
+        self.symbol = module._symbol
+        self.contexts = module._context
+
+
 class _BindState:
+    # Nothing here may own an executor (the Monitors, which do, are in _monitors): _look
+    # visits the states of other threads' modules and may drop a state's last reference.
+    # Its NDArrays and Symbol may be freed by any thread, an executor not (_states).
     __slots__ = (
+        "inputs",
         "added",
         "grad_req",
         "shared",
         "dependents",
-        "monitors",
         "pending",
         "clean",
         "known",
+        "__weakref__",
     )
 
-    def __init__(self, added, grad_req, shared):
+    def __init__(self, inputs, added, grad_req, shared):
+        self.inputs = inputs
         self.added = added  # the registry's names this bind gave grad_req 'null'
         self.grad_req = grad_req
         self.shared = shared  # weak reference to the bind's shared_module, or None
         self.dependents = []  # weak references to modules bound sharing this one's arrays
-        self.monitors = []  # Monitors installed on this binding's executors
         self.pending = False  # the registry now fixes another set: rebind at the next forward
         # (registry version, grad list, name list) of the last update that had nothing to
         # mask (every frozen parameter bound without a gradient): the next one with the same
         # objects skips the scan.  The lists are the executor group's, which this state
-        # does not outlive (it dies with its module or its next bind).
+        # outlives by a visit of _look at most (it dies with its module or its next bind).
         self.clean = None
         # (frozen names, user's fixed names) -> what a bind would add: the FullyConnected
         # check reads the whole graph, once per distinct frozen set rather than per change.
@@ -46,6 +65,13 @@ class _BindState:
 
 
 _bind_states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # every training bind
+# The same states, to visit them all.  Never through _bind_states: iterating a
+# WeakKeyDictionary holds each module for a moment, and a module whose own thread let it go
+# meanwhile would die in the visiting thread, maybe after its own thread ended, which MXNet
+# up to 1.5 does not survive (facts.EXECUTOR_OUTLIVES_ITS_THREAD).
+_states: weakref.WeakSet = weakref.WeakSet()
+# Module -> the Monitors installed on its training binding's executors (they hold them).
+_monitors: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _bind_lock = threading.RLock()  # a rebind binds (and so takes it) again
 
 
@@ -69,14 +95,15 @@ def _keeps_every_gradient(module):
 _svrg_aux: weakref.WeakSet = weakref.WeakSet()
 
 
-def _registry_fixed(module, grad_req, known=None):
-    """The registry's names a bind of ``module`` now gives ``grad_req`` 'null' (MXNet's
-    fixed names), and the user's own fixed names: ``(added, user_fixed)``."""
-    user_fixed = list(module.__dict__.get("_fixed_param_names") or [])
-    found = registry.matches(tuple(module._param_names))
-    if found is None or _keeps_every_gradient(module):
+def _registry_fixed(inputs, grad_req, known=None):
+    """The registry's names a bind with ``inputs`` (a module's ``_Inputs``) now gives
+    ``grad_req`` 'null' (MXNet's fixed names), and the user's own fixed names:
+    ``(added, user_fixed)``."""
+    user_fixed = list(inputs.fixed or [])
+    found = registry.matches(inputs.names)
+    if found is None or inputs.keeps_all:
         return frozenset(), user_fixed
-    frozen_now = [n for n, f in zip(module._param_names, found[0]) if f and n not in user_fixed]
+    frozen_now = [n for n, f in zip(inputs.names, found[0]) if f and n not in user_fixed]
     if not frozen_now:
         return frozenset(), user_fixed
     key = (tuple(frozen_now), tuple(user_fixed))
@@ -85,7 +112,7 @@ def _registry_fixed(module, grad_req, known=None):
         # Frozen names whose 'null' would stop a bias gradient stay off 'null' (the update
         # skip holds them).
         keep = null_would_stop_bias(
-            module._symbol, user_fixed + frozen_now, module._context, grad_req
+            inputs.symbol, user_fixed + frozen_now, inputs.contexts, grad_req
         )
         added = frozenset(n for n in frozen_now if n not in keep)
         if known is not None:
@@ -120,13 +147,15 @@ def wrap_module_bind(wrapped, instance, args, kwargs):
         settle(shared_module)
     with _bind_lock:
         _bind_states.pop(instance, None)
+        _monitors.pop(instance, None)
     if any(c.__name__ == "SVRGModule" for c in type(instance).__mro__):
         aux = getattr(instance, "_mod_aux", None)
         if aux is not None:
             _svrg_aux.add(aux)
     if not bound.arguments.get("for_training", True):
         return wrapped(*args, **kwargs)
-    added, user_fixed = _registry_fixed(instance, grad_req)
+    inputs = _Inputs(instance)
+    added, user_fixed = _registry_fixed(inputs, grad_req)
     if not added:
         result = wrapped(*args, **kwargs)
     else:
@@ -139,10 +168,13 @@ def wrap_module_bind(wrapped, instance, args, kwargs):
         finally:
             # The registry stays the source of truth: a later bind reads it again.
             instance._fixed_param_names = user_fixed
+    # The list the module holds from now on (the bind above may have replaced it).
+    inputs.fixed = instance.__dict__.get("_fixed_param_names")
     shared = weakref.ref(shared_module) if shared_module is not None else None
-    state = _BindState(added, grad_req, shared)
+    state = _BindState(inputs, added, grad_req, shared)
     with _bind_lock:
         _bind_states[instance] = state
+        _states.add(state)
         if shared_module is not None:
             owner = _bind_states.get(shared_module)
             if owner is not None:
@@ -152,9 +184,10 @@ def wrap_module_bind(wrapped, instance, args, kwargs):
 
 def wrap_install_monitor(wrapped, instance, args, kwargs):
     result = wrapped(*args, **kwargs)
-    state = _bind_states.get(instance)
-    if state is not None:
-        state.monitors.append(bind_arguments(wrapped, args, kwargs).arguments["mon"])
+    with _bind_lock:
+        if _bind_states.get(instance) is not None:
+            mon = bind_arguments(wrapped, args, kwargs).arguments["mon"]
+            _monitors.setdefault(instance, []).append(mon)
     return result
 
 
@@ -171,8 +204,8 @@ def _look():
     if _Seen.version == version:
         return
     pending = 0
-    for module, state in list(_bind_states.items()):
-        added = _registry_fixed(module, state.grad_req, state.known)[0]
+    for state in list(_states):
+        added = _registry_fixed(state.inputs, state.grad_req, state.known)[0]
         if not _layout_changes(state, added):
             state.added = added  # the same executors: nothing to rebind for
             state.pending = False
@@ -202,7 +235,7 @@ def settle(module):
             # executors, and the update skip holds what is frozen.
             state.pending = False
         if _Seen.pending:
-            _Seen.pending = sum(s.pending for s in list(_bind_states.values()))
+            _Seen.pending = sum(s.pending for s in list(_states))
 
 
 def _rebind_shared(module):
@@ -236,7 +269,7 @@ def _hand_set_monitor(root):
         state = _bind_states.get(module)
         if state is None or not module.binded:
             continue
-        known = set(id(e) for mon in state.monitors for e in getattr(mon, "exes", ()))
+        known = set(id(e) for mon in _monitors.get(module, ()) for e in getattr(mon, "exes", ()))
         if any(
             getattr(e, "_monitor_callback", None) is not None and id(e) not in known
             for e in module._exec_group.execs
@@ -266,6 +299,7 @@ def _rebind(module, shared_module):
     if state is None or not module.binded or not module.params_initialized:
         return
     old = module._exec_group
+    monitors = _monitors.get(module, [])
     module.bind(
         module._data_shapes,
         module._label_shapes,
@@ -277,13 +311,12 @@ def _rebind(module, shared_module):
     )
     new = module._exec_group
     _copy_values(old, new)
-    fresh = _bind_states.get(module)
-    if fresh is not None:
-        for mon in state.monitors:
+    if _bind_states.get(module) is not None and monitors:
+        for mon in monitors:
             # Monitor.toc reads every executor it was installed on: the old ones go.
             mon.exes[:] = [e for e in mon.exes if all(e is not o for o in old.execs)]
             new.install_monitor(mon)
-        fresh.monitors = state.monitors
+        _monitors[module] = monitors
     for ref in state.dependents:
         dependent = ref()
         if dependent is not None and _bind_states.get(dependent) is not None:

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 from mxcompat._core import settings
 
@@ -54,15 +55,17 @@ def run_python(code, env=None, timeout=180, cwd=None):
 def run_threads(target, count, timeout):
     """Run ``target`` in ``count`` threads at once, the interpreter switching between them
     every microsecond (so their critical sections overlap on every run); the threads still
-    alive after ``timeout`` seconds each (hung) are returned."""
-    threads = [threading.Thread(target=target) for _ in range(count)]
+    alive ``timeout`` seconds after the start (hung) are returned.  Daemon threads: a hung one
+    does not keep the interpreter from exiting after the test fails."""
+    threads = [threading.Thread(target=target, daemon=True) for _ in range(count)]
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
         for t in threads:
             t.start()
+        deadline = time.monotonic() + timeout
         for t in threads:
-            t.join(timeout)
+            t.join(max(0.0, deadline - time.monotonic()))
     finally:
         sys.setswitchinterval(interval)
     return [t for t in threads if t.is_alive()]
