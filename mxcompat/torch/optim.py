@@ -153,7 +153,8 @@ def _optimizer_class(torch):
 
         def _update(self, w, group):
             kind = self.kind
-            lr = _r32(self.current_lr(group))
+            base_lr = self.current_lr(group)  # the scheduler's once per update
+            lr = _r32(base_lr)
             wd = _r32(group["wd"] * group["wd_mult"])
             clip = group["clip_gradient"]
             g = w.grad * group["rescale_grad"]
@@ -193,7 +194,7 @@ def _optimizer_class(torch):
                 b1, b2 = group["beta1"], group["beta2"]
                 # The correction in double, as MXNet's Python computes it; the kernel's
                 # betas and 1 - beta in float32.
-                lr = _r32(self.current_lr(group) * math.sqrt(1.0 - b2**t) / (1.0 - b1**t))
+                lr = _r32(base_lr * math.sqrt(1.0 - b2**t) / (1.0 - b1**t))
                 mean = state.setdefault("mean", torch.zeros_like(w))
                 var = state.setdefault("var", torch.zeros_like(w))
                 mean.mul_(_r32(b1)).add_(_f32(1.0, b1) * g)
