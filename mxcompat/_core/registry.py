@@ -8,6 +8,10 @@ first.  Because two patches may wrap the same function (``Module.bind``), patche
 stacked in registry order, and removing one unwinds the ones stacked above it and re-applies
 them: every ``unpatch`` leaves the exact original objects behind (``Module.bind is
 original_bind``).
+
+A patch's *hot* targets (functions a training loop calls every step) are applied only while
+the patch says it has work there (``Patch.armed``), so a step costs nothing when it has none;
+``rearm`` re-reads that after the patch's own state changed (``_hot``).
 """
 
 from __future__ import annotations
@@ -16,11 +20,9 @@ import sys
 import threading
 from collections import OrderedDict
 
-import wrapt
-
 from . import facts, hooks, settings
 from .log import forget, logger, step_aside, warn_once
-from .stacking import foreign_wrapper, raw_attribute, restore, wrapped_by
+from .stacking import check_hot, foreign_wrapper, install, restore
 
 # Every patch mxcompat has (each declared in mxcompat/patches/<name>.py), in the order they
 # stack: the registry keeps this order whatever order the patch modules are imported in.  It
@@ -56,6 +58,7 @@ _registry = OrderedDict()  # name -> Patch, in the order patches stack (ORDER)
 _RANK = dict((name, rank) for rank, name in enumerate(ORDER))
 _wanted = set()  # names the user wants active
 _active = OrderedDict()  # name -> [applied target records], in stacking order
+_hot = {}  # name -> [applied records of its hot targets], for an active patch that is armed
 _broken = {}  # name -> why it could not be applied (warned once, not retried)
 _hook_registered = False
 
@@ -69,17 +72,24 @@ class Target:
     where a call must cost less than a wrapt ``FunctionWrapper`` (a function MXNet calls once
     per operator); ``new`` adds an attribute MXNet does not have (e.g.
     ``Module.to_gluon``).  ``optional`` targets are skipped when the release lacks the
-    attribute.
+    attribute.  ``hot``: on a training step's path, applied only while the patch is armed
+    (``Patch.armed``); no other patch may target the same attribute, since an armed target
+    lands on top of whatever is applied then.
     """
 
-    def __init__(self, module, path, wrapper=None, new=None, optional=False, proxy=None):
+    def __init__(self, module, path, wrapper=None, new=None, optional=False, proxy=None, hot=False):
         assert [wrapper, new, proxy].count(None) == 2
+        assert not (hot and new is not None)
         self.module = module
         self.path = path
+        # Split once: a hot target is applied again at every arming, and names split anew
+        # each time were kept (tracemalloc: 7 strings more per arming, without end).
+        self.parts = tuple(path.split("."))
         self.wrapper = wrapper
         self.new = new
         self.optional = optional
         self.proxy = proxy
+        self.hot = hot
 
 
 class Patch:
@@ -91,6 +101,8 @@ class Patch:
     ``on_apply``/``on_remove``: extra work beyond the targets (e.g. installing a hook).
     ``before_import``: ``action(version)`` run when ``import mxnet`` starts, before MXNet's
     code, if the patch is wanted and applies to that release (``hooks.register``).
+    ``armed``: whether the ``hot`` targets have work to do now (``None``: always); asked
+    when the patch is applied and at each ``rearm``, so it must be cheap and take no lock.
     """
 
     def __init__(
@@ -103,6 +115,7 @@ class Patch:
         on_remove=None,
         when=None,
         before_import=None,
+        armed=None,
     ):
         self.name = name
         self.doc = doc
@@ -112,6 +125,7 @@ class Patch:
         self.on_remove = on_remove
         self.when = when
         self.before_import = before_import
+        self.armed = armed
 
     def applies_to(self, version):
         return (self.since is None or facts.since(self.since, version)) and (
@@ -157,6 +171,7 @@ def register(patch):
     if patch.name not in _RANK:
         raise ValueError("mxcompat: patch %r is not in mxcompat._core.registry.ORDER" % patch.name)
     with _lock:
+        check_hot(patch, _registry.values())
         _registry[patch.name] = patch
         for name in sorted(_registry, key=_RANK.__getitem__):
             _registry.move_to_end(name)
@@ -329,7 +344,7 @@ def _sync(mx=None):
     # Patches are unwound from the top; one that other code has wrapped over in a way that
     # cannot be unwrapped from beneath pins itself and everything below it.
     for index in range(len(active) - 1, keep - 1, -1):
-        blocker = foreign_wrapper(_active[active[index]])
+        blocker = foreign_wrapper(_active[active[index]] + _hot.get(active[index], []))
         if blocker is not None:
             for name in active[keep : index + 1]:
                 if name not in desired:
@@ -355,57 +370,9 @@ def _sync(mx=None):
             )
 
 
-def _resolve(target):
-    # Only modules already in sys.modules are used: mxnet/__init__ imports all we patch, and
-    # importing here (under our lock) could deadlock against another thread's import.
-    module = sys.modules.get(target.module)
-    if module is None:
-        if target.optional:
-            return None
-        raise RuntimeError("mxcompat: %s is not imported" % target.module)
-    parts = target.path.split(".")
-    parent = module
-    for part in parts[:-1]:
-        parent = getattr(parent, part)
-    return parent, parts[-1]
-
-
 def _apply(name):
     p = _registry[name]
-    records = []
-    try:
-        for target in p.targets:
-            resolved = _resolve(target)
-            if resolved is None:
-                continue
-            parent, attr = resolved
-            # __dict__, not getattr: restore the raw object (a staticmethod stays one) and
-            # know whether the attribute was the class's own or inherited.
-            owned = attr in vars(parent)
-            if target.new is None and not hasattr(parent, attr):
-                if target.optional:
-                    continue
-                raise AttributeError("mxcompat: %s.%s not found" % (target.module, target.path))
-            original = vars(parent)[attr] if owned else None
-            if target.new is None and not owned and wrapped_by(raw_attribute(parent, attr), name):
-                # Inherited from a class this patch already wrapped (e.g. a metric's reset
-                # from EvalMetric on releases where the subclass has none): wrapping again
-                # would run the wrapper twice.
-                continue
-            if target.wrapper is not None:
-                installed = wrapt.wrap_function_wrapper(parent, attr, target.wrapper)
-                installed._self_mxcompat_patch = name
-            elif target.proxy is not None:
-                installed = target.proxy(getattr(parent, attr))
-                installed._self_mxcompat_patch = name
-                setattr(parent, attr, installed)
-            else:
-                installed = target.new
-                setattr(parent, attr, installed)
-            records.append((parent, attr, owned, original, installed))
-    except Exception:
-        restore(records)
-        raise
+    records = install(name, [t for t in p.targets if not t.hot])
     if p.on_apply is not None:
         try:
             p.on_apply()
@@ -413,7 +380,42 @@ def _apply(name):
             restore(records)
             raise
     _active[name] = records
+    try:
+        _rearm(name)
+    except Exception:
+        del _active[name]
+        if p.on_remove is not None:
+            p.on_remove()
+        restore(records)
+        raise
     logger.debug("patched %s", name)
+
+
+def rearm(*names: str):
+    """Apply or take off the hot targets of the named active patches, as their ``armed()``
+    says now (called after the state ``armed`` reads has changed)."""
+    with _lock:
+        for name in names:
+            if name in _active:
+                _rearm(name)
+
+
+def _rearm(name):
+    p = _registry[name]
+    if not any(t.hot for t in p.targets):
+        return
+    want = p.armed is None or bool(p.armed())
+    if want and name not in _hot:
+        _hot[name] = install(name, [t for t in p.targets if t.hot])
+    elif not want and name in _hot:
+        if foreign_wrapper(_hot[name]) is not None:
+            return  # other code wrapped over it since: it stays (it only checks, then calls)
+        restore(_hot.pop(name))
+
+
+def is_armed(name):
+    """Whether patch ``name``'s hot targets are applied now."""
+    return name in _hot
 
 
 def _warn_pinned(name, holder, blocker):
@@ -427,8 +429,10 @@ def _warn_pinned(name, holder, blocker):
 
 
 def _remove(name):
+    hot = _hot.pop(name, [])
     records = _active.pop(name)
     p = _registry[name]
+    restore(hot)
     if p.on_remove is not None:
         p.on_remove()
     restore(records)

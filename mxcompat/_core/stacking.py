@@ -6,6 +6,8 @@ off restores the exact original object, or, where other code has wrapped over ou
 (``registry.py``) decides what is applied; this module only knows the chains.
 """
 
+import sys
+
 import wrapt
 
 
@@ -87,3 +89,75 @@ def reaches(obj, installed):
         obj = getattr(obj, "__wrapped__", None)
         seen += 1
     return False
+
+
+def resolve(target):
+    # Only modules already in sys.modules are used: mxnet/__init__ imports all we patch, and
+    # importing here (under our lock) could deadlock against another thread's import.
+    module = sys.modules.get(target.module)
+    if module is None:
+        if target.optional:
+            return None
+        raise RuntimeError("mxcompat: %s is not imported" % target.module)
+    parent = module
+    for part in target.parts[:-1]:
+        parent = getattr(parent, part)
+    return parent, target.parts[-1]
+
+
+def install(name, targets):
+    """Apply ``targets`` of patch ``name``: their records (all or none)."""
+    records = []
+    try:
+        for target in targets:
+            resolved = resolve(target)
+            if resolved is None:
+                continue
+            parent, attr = resolved
+            # __dict__, not getattr: restore the raw object (a staticmethod stays one) and
+            # know whether the attribute was the class's own or inherited.
+            owned = attr in vars(parent)
+            if target.new is None and not hasattr(parent, attr):
+                if target.optional:
+                    continue
+                raise AttributeError("mxcompat: %s.%s not found" % (target.module, target.path))
+            original = vars(parent)[attr] if owned else None
+            if target.new is None and not owned and wrapped_by(raw_attribute(parent, attr), name):
+                # Inherited from a class this patch already wrapped (e.g. a metric's reset
+                # from EvalMetric on releases where the subclass has none): wrapping again
+                # would run the wrapper twice.
+                continue
+            if target.wrapper is not None:
+                installed = wrapt.wrap_function_wrapper(parent, attr, target.wrapper)
+                installed._self_mxcompat_patch = name
+            elif target.proxy is not None:
+                installed = target.proxy(getattr(parent, attr))
+                installed._self_mxcompat_patch = name
+                setattr(parent, attr, installed)
+            else:
+                installed = target.new
+                setattr(parent, attr, installed)
+            records.append((parent, attr, owned, original, installed))
+    except Exception:
+        restore(records)
+        raise
+    return records
+
+
+def check_hot(patch, others):
+    # An armed target goes on top of the attribute as it is then, not at its patch's place
+    # in ORDER: a second patch on the same attribute would stack in either order.
+    def places(p, hot_only):
+        return set((t.module, t.path) for t in p.targets if t.hot or not hot_only)
+
+    for other in others:
+        if other.name == patch.name:
+            continue
+        shared = (places(patch, True) & places(other, False)) | (
+            places(other, True) & places(patch, False)
+        )
+        if shared:
+            raise ValueError(
+                "mxcompat: patches %r and %r both target %s, a hot target of one of them"
+                % (patch.name, other.name, ", ".join(sorted("%s.%s" % t for t in shared)))
+            )

@@ -7,6 +7,7 @@ import threading
 import weakref
 
 from .._core.log import warn_once_for
+from .._core.registry import rearm
 from .._core.util import bind_arguments
 from . import registry
 from .onednn_fc_bias import null_would_stop_bias, registry_bind
@@ -223,10 +224,16 @@ def look():
         _look()
 
 
+def unsettled():
+    """Whether a bound Module may wait for its rebind (``hot_path``: the forward's check)."""
+    return bool(_Seen.pending or _Seen.version != registry.state.version)
+
+
 def settle(module):
     """Rebind ``module`` (with every module sharing its arrays) if the registry now fixes
     another set of its parameters than its executors were bound with."""
     with _bind_lock:
+        was = unsettled()
         _look()
         state = _bind_states.get(module)
         if state is not None and state.pending:
@@ -236,6 +243,11 @@ def settle(module):
             state.pending = False
         if _Seen.pending:
             _Seen.pending = sum(s.pending for s in list(_states))
+        done = was and not unsettled()
+    if done:
+        # The last Module waiting for its rebind had it: with nothing frozen, the step's
+        # path goes back to MXNet's own functions.
+        rearm("freeze")
 
 
 def _rebind_shared(module):
