@@ -34,7 +34,7 @@ class _Placement:
         self._reader = ndarray_c_api.reader()
         # What finish() marks: data arrays, their gradients, the grad_req of each.
         self._variables, self._gradients, self._reqs = [], [], []
-        self._made = {}  # contexts -> (_ctx_list, _ctx_map) as _init_impl made them
+        self._made = {}  # ids of contexts -> (_ctx_list, _ctx_map) as _init_impl made them
         # From 1.5 Parameter.dtype is a property whose setter casts the data; before, a plain
         # attribute.  Either way only the record is wanted here: the arrays already have it.
         self._dtype_field = "_dtype" if facts.since(facts.PARAMETER_DTYPE_PROPERTY) else "dtype"
@@ -75,7 +75,9 @@ class _Placement:
             if not own_grads and req != "null":
                 param._init_impl(_Placed(arrays), contexts)  # with Gluon's own gradients
             else:
-                key = contexts[0] if len(contexts) == 1 else tuple(contexts)
+                # By identity (Context hashes in Python): equal contexts that are other
+                # objects only cost another _init_impl.  The fields kept hold the contexts.
+                key = id(contexts[0]) if len(contexts) == 1 else tuple(map(id, contexts))
                 fields = made.get(key)
                 if fields is None:
                     made[key] = _init_without_grads(param, arrays, contexts)
