@@ -322,12 +322,22 @@ def release(text):
     return None if parsed is None else ".".join(str(part) for part in parsed)
 
 
+# (text, parse_version(text)) of the mxnet version last read: since() asks at every
+# conversion and bind, and parsing costs more than the comparison it serves.
+_last_version = ("", None)
+
+
 def mxnet_version():
     """The version of the *imported* mxnet (never imports it), or ``None``."""
+    global _last_version
     mx = sys.modules.get("mxnet")
     if mx is None:
         return None
-    return parse_version(getattr(mx, "__version__", ""))
+    text = getattr(mx, "__version__", "")
+    seen = _last_version
+    if seen[0] != text or seen[1] is None:
+        seen = _last_version = (text, parse_version(text))
+    return seen[1]
 
 
 def is_supported(version):

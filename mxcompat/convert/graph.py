@@ -1,13 +1,15 @@
 """The graphs of both sides: a module's symbol with its loss heads replaced by what they
 compute at inference (or a loss head added for ``to_module(loss=...)``), a Gluon block's
 graph and the parameters it uses, and which operator reads each parameter (to match two
-graphs by structure).  Also the Symbol iteration that makes ``SymbolBlock`` cheap on 1.3/1.4.
+graphs by structure).  Also the Symbol iteration that makes ``SymbolBlock`` cheap on 1.3/1.4,
+and a ``SymbolBlock`` built without inferring the dtypes its caller sets.
 """
 
 import contextlib
 import functools
 import json
 import re
+import threading
 
 from .._core import facts
 from .._core.scope import SharedScope
@@ -356,3 +358,54 @@ def _symbols_iterate_by_index():
 
 def _iterate_by_index(self):
     return (self[i] for i in range(len(self.list_outputs())))
+
+
+_dtypes_given = threading.local()  # .on: this thread sets every parameter's dtype itself
+_dtypes_wrapper = (None, None)  # (an _infer_param_types, its wrapper): made once, not per call
+
+
+def _wrap_infer_param_types(saved, default):
+    @functools.wraps(saved)
+    def infer_param_types(in_params, out_params, arg_params, aux_params, *args, **kwargs):
+        if not getattr(_dtypes_given, "on", False):
+            return saved(in_params, out_params, arg_params, aux_params, *args, **kwargs)
+        # What MXNet gives when it cannot infer: the default dtype for every parameter.
+        dtype = kwargs.get("default_dtype", args[0] if args else default)
+        return [dtype] * len(arg_params), [dtype] * len(aux_params)
+
+    return infer_param_types
+
+
+def _install_dtypes_given():
+    global _dtypes_wrapper
+    block = _mx().gluon.block
+    saved = block.__dict__["_infer_param_types"]
+    wrapped, wrapper = _dtypes_wrapper
+    if wrapped is not saved:
+        wrapper = _wrap_infer_param_types(saved, _mx().base.mx_real_t)
+        _dtypes_wrapper = (saved, wrapper)
+    # Another thread building a SymbolBlock meanwhile infers as before.
+    block._infer_param_types = wrapper
+
+    def undo():
+        block._infer_param_types = saved
+
+    return undo
+
+
+_dtypes_given_scope = SharedScope(_install_dtypes_given)
+
+
+@contextlib.contextmanager
+def _param_dtypes_given():
+    """A ``SymbolBlock`` built in this thread meanwhile skips inferring its parameters'
+    dtypes (``gluon.block._infer_param_types``, 1.3.1 ... 1.9.1: three ``infer_type`` calls,
+    a sixth of ResNet-18's ``SymbolBlock``), for a caller that sets every parameter's dtype
+    from its array anyway: each parameter is made with the dtype MXNet gives when it cannot
+    infer, and the caller's own replaces it."""
+    with _dtypes_given_scope:
+        _dtypes_given.on = True
+        try:
+            yield
+        finally:
+            _dtypes_given.on = False

@@ -13,6 +13,7 @@ from .graph import (
     _consumers,
     _module_inference_graph,
     _module_inputs,
+    _param_dtypes_given,
     _symbols_iterate_by_index,
 )
 from .model import module_arrays
@@ -126,7 +127,8 @@ def _symbol_block(module, args, auxs, values, where):
         dtypes = {d.name: d.dtype for d in module._data_shapes}
     first = next((n for n in arg_names if n in args), None)
     default = args[first][0].dtype if first is not None else "float32"
-    # Typed inputs: SymbolBlock infers its parameters' dtypes from them, without a warning.
+    # Typed inputs, the graph inputs the block keeps (a SymbolBlock built elsewhere infers
+    # its parameters' dtypes from them, without a warning).
     input_vars = [mx.sym.var(n, dtype=dtypes.get(n, default)) for n in inputs]
     if values.copy:
         # Copies first: MXNet's engine makes them on its own threads while the block is
@@ -138,25 +140,29 @@ def _symbol_block(module, args, auxs, values, where):
             for names, source in ((arg_names, args), (aux_names, auxs))
             for name in names
         }
-    with _symbols_iterate_by_index():
+    # Every parameter gets its array's dtype below: SymbolBlock's own inference is not needed.
+    with _symbols_iterate_by_index(), _param_dtypes_given():
         net = mx.gluon.SymbolBlock(symbol, input_vars)
     # Its own ParameterDict holds them all (collect_params would walk the block's attributes),
     # arguments (not inputs) then auxiliary states.
     params = net.params
-    if not values.copy:
+    if values.copy:
+        items = [(param, *placed[name], None) for name, param in params.items()]
+    else:
         # A name is an argument or an auxiliary state of the symbol, never both.
-        _check_present([n for n in params.keys() if n not in auxs], (), args, auxs, where)
-        placed = {
-            name: values.get(args[name] if name in args else auxs[name]) for name in params.keys()
-        }
+        contexts, items, missing = values.source_contexts, [], []
+        for name, param in params.items():
+            arrays = args.get(name) or auxs.get(name)
+            if arrays is None:
+                missing.append(name)
+            items.append((param, arrays, contexts, None))
+        if missing:
+            _check_present(missing, (), args, auxs, where)
     # The module's own fixed names: the registry's are not the Gluon net's grad_req.
-    fixed = set(own_fixed_names(module) or ())
+    for name in set(own_fixed_names(module) or ()).intersection(params.keys()):
+        params[name].grad_req = "null"
     placement = _Placement()
-    for name, param in params.items():
-        arrays, contexts = placed[name]
-        if name in fixed:
-            param.grad_req = "null"
-        placement.install(param, arrays, contexts)
+    placement.install_all(items)
     placement.finish()
     return net
 

@@ -43,24 +43,18 @@ class _Properties:
 
 class _Direct:
     """The same answers from one C call each.  One instance per conversion: its ctypes
-    out-parameters are its own, as two threads converting at once must not share them."""
+    out-parameters are its own, as two threads converting at once must not share them.  What
+    never changes in a process (the C functions, MXNet's tables) is looked up once, by the
+    first reader: a conversion pays only for its out-parameters."""
+
+    _shared = None  # the process's lookups, a dict made by the first reader
 
     def __init__(self):
-        mx = _mx()
-        lib = mx.base._LIB
-        self._check = mx.base.check_call
-        self._ndarray = mx.nd.NDArray
-        self._handle_type = mx.base.NDArrayHandle
-        self._dtypes = mx.nd.ndarray._DTYPE_MX_TO_NP
-        self._devices = mx.Context.devtype2str
-        self._context_class = mx.Context
-        self._get_context = lib.MXNDArrayGetContext
-        self._get_dtype = lib.MXNDArrayGetDType
-        self._create = lib.MXNDArrayCreateEx
-        if facts.since(facts.NDARRAY_SHAPE_EX):
-            self._get_shape, dim = lib.MXNDArrayGetShapeEx, ctypes.c_int
-        else:
-            self._get_shape, dim = lib.MXNDArrayGetShape, ctypes.c_uint
+        shared = _Direct._shared
+        if shared is None:
+            shared = _Direct._shared = self._lookups()
+        self.__dict__.update(shared)
+        dim = self._dim
         self._ndim, self._dims = dim(), ctypes.POINTER(dim)()
         self._code = ctypes.c_int()
         self._device_type, self._device_id = ctypes.c_int(), ctypes.c_int()
@@ -69,8 +63,31 @@ class _Direct:
         self._device_refs = ctypes.byref(self._device_type), ctypes.byref(self._device_id)
         self._known = {}  # (device type, id) -> Context, one object per device
         self._shapes = {}  # shape -> its mx_uint array, for buffers of equal shape
+
+    @staticmethod
+    def _lookups():
+        mx = _mx()
+        lib = mx.base._LIB
+        found = {
+            "_check": mx.base.check_call,
+            "_ndarray": mx.nd.NDArray,
+            "_handle_type": mx.base.NDArrayHandle,
+            "_dtypes": mx.nd.ndarray._DTYPE_MX_TO_NP,
+            "_devices": mx.Context.devtype2str,
+            "_context_class": mx.Context,
+            "_get_context": lib.MXNDArrayGetContext,
+            "_get_dtype": lib.MXNDArrayGetDType,
+            "_create": lib.MXNDArrayCreateEx,
+        }
+        if facts.since(facts.NDARRAY_SHAPE_EX):
+            found["_get_shape"], found["_dim"] = lib.MXNDArrayGetShapeEx, ctypes.c_int
+        else:
+            found["_get_shape"], found["_dim"] = lib.MXNDArrayGetShape, ctypes.c_uint
         # dtype -> MXNet's code, from MXNet's table (dtypes are what read() returns).
-        self._codes = {dtype: code for code, dtype in self._dtypes.items() if dtype is not None}
+        found["_codes"] = {
+            dtype: code for code, dtype in found["_dtypes"].items() if dtype is not None
+        }
+        return found
 
     def _failed(self):
         # Any non-zero return: MXNet's last error, raised as check_call raises it.
@@ -79,6 +96,10 @@ class _Direct:
     def _context(self, handle):
         if self._get_context(handle, *self._device_refs):
             self._failed()
+        return self._device()
+
+    def _device(self):
+        """The Context of the device last read into the out-parameters."""
         key = (self._device_type.value, self._device_id.value)
         ctx = self._known.get(key)
         if ctx is None:
@@ -87,14 +108,16 @@ class _Direct:
 
     def read(self, array):
         handle = array.handle
-        if self._get_shape(handle, self._ndim_ref, self._dims_ref) or self._get_dtype(
-            handle, self._code_ref
+        if (
+            self._get_shape(handle, self._ndim_ref, self._dims_ref)
+            or self._get_dtype(handle, self._code_ref)
+            or self._get_context(handle, *self._device_refs)
         ):
             self._failed()
         ndim = self._ndim.value
         # -1: unknown shape (1.5+); an array holding a parameter's values always has one.
         shape = tuple(self._dims[:ndim]) if ndim >= 0 else None
-        return shape, self._dtypes[self._code.value], self._context(handle)
+        return shape, self._dtypes[self._code.value], self._device()
 
     def contexts(self, arrays):
         return [self._context(a.handle) for a in arrays]
@@ -105,6 +128,7 @@ class _Direct:
         if code is None:  # a dtype read() did not give: MXNet's own table
             import numpy as np
 
+            # Kept in the process's table: a name's code never changes either.
             code = self._codes[dtype] = _mx().nd.ndarray._DTYPE_NP_TO_MX[np.dtype(dtype).type]
         dims = self._shapes.get(shape)
         if dims is None:

@@ -796,6 +796,52 @@ def test_threads_converting_at_once_leave_symbol_iteration_as_mxnet_has_it():
     assert vars(mx.sym.Symbol)["__iter__"] is own
 
 
+@pytest.mark.parametrize("copy", [True, False])
+def test_to_gluon_parameters_take_their_arrays_dtypes(copy):
+    # to_gluon's SymbolBlock skips MXNet's dtype inference: each parameter's dtype is its
+    # array's, float64 here, and the block computes what the module's source does.
+    x = data().astype("float64")
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Conv2D(4, 3), nn.BatchNorm(), nn.Flatten(), nn.Dense(3))
+    net.initialize(mx.init.Xavier())
+    net.cast("float64")
+    net.hybridize()
+    want = net(x)
+    block = net.to_module().to_gluon(copy=copy)
+    for name, param in block.params.items():
+        assert np.dtype(param.dtype) == np.float64, name
+        assert param.data().dtype == np.float64, name
+    out = block(x)
+    assert out.dtype == np.float64
+    close(out, want)
+
+
+def test_dtype_inference_is_skipped_in_the_converting_thread_only():
+    # While to_gluon builds its SymbolBlock, another thread's SymbolBlock still infers its
+    # parameters' dtypes from its typed inputs; afterwards MXNet's own function is back.
+    import threading
+
+    from mxcompat.convert import graph
+
+    own = vars(mx.gluon.block)["_infer_param_types"]
+    sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
+
+    def weight_dtype():
+        block = gluon.SymbolBlock(sym, [mx.sym.var("data", dtype="float64")])
+        return np.dtype(block.params["fc_weight"].dtype)
+
+    seen = []
+    with graph._param_dtypes_given():
+        assert weight_dtype() == np.float32  # MXNet's default: the caller sets each dtype
+        other = threading.Thread(target=lambda: seen.append(weight_dtype()))
+        other.start()
+        other.join(60)
+    assert seen == [np.float64]
+    assert weight_dtype() == np.float64
+    assert vars(mx.gluon.block)["_infer_param_types"] is own
+
+
 @pytest.mark.mxnet("<1.5", reason="from 1.5 symbols iterate by index; to_gluon swaps nothing")
 def test_symbol_iteration_swaps_overlapping_out_of_order_restore_mxnets_own():
     # Two conversions in two threads, the first to start ends first (what the threaded test
