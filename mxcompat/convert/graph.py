@@ -328,17 +328,21 @@ def _consumers(symbol):
 # --- building a SymbolBlock ---------------------------------------------------------------
 
 
-def _install_index_iteration():
-    symbol_class = _mx().sym.Symbol
-    saved = symbol_class.__dict__["__iter__"]
-    # Same items as by name wherever names are unique (and right where they are not), so a
-    # thread iterating meanwhile sees no difference.
-    symbol_class.__iter__ = _iterate_by_index
+def _swap(owner, attr, value):
+    """``owner.attr = value`` for a ``SharedScope``: returns what puts MXNet's own back."""
+    saved = owner.__dict__[attr]
+    setattr(owner, attr, value)
 
     def undo():
-        symbol_class.__iter__ = saved
+        setattr(owner, attr, saved)
 
     return undo
+
+
+def _install_index_iteration():
+    # Same items as by name wherever names are unique (and right where they are not), so a
+    # thread iterating meanwhile sees no difference.
+    return _swap(_mx().sym.Symbol, "__iter__", _iterate_by_index)
 
 
 _index_iteration = SharedScope(_install_index_iteration)
@@ -385,12 +389,7 @@ def _install_dtypes_given():
         wrapper = _wrap_infer_param_types(saved, _mx().base.mx_real_t)
         _dtypes_wrapper = (saved, wrapper)
     # Another thread building a SymbolBlock meanwhile infers as before.
-    block._infer_param_types = wrapper
-
-    def undo():
-        block._infer_param_types = saved
-
-    return undo
+    return _swap(block, "_infer_param_types", wrapper)
 
 
 _dtypes_given_scope = SharedScope(_install_dtypes_given)
