@@ -22,7 +22,8 @@ def statistics_armed():
 
 def _on_registry_change():
     # At once, not at a Module's next forward: armed or not, that forward must know whether
-    # its Module waits for a rebind.
+    # its Module waits for a rebind.  After trainer's listener (imported above, so listed
+    # first), whose give-backs freeze_armed reads.
     binding.look()
     patches.rearm("freeze", "frozen_statistics")
 

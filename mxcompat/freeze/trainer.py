@@ -122,10 +122,6 @@ def _on_registry_change():
     for param, keep in zip(params, skip):
         if not keep:
             _give_back(param)
-    if _thawed:
-        # The next step must treat them as frozen (hot_path.freeze_armed), even if nothing
-        # is frozen any more.
-        rearm("freeze")
 
 
 registry.state.listeners.append(_on_registry_change)
@@ -191,8 +187,8 @@ def wrap_trainer(check):
             if _thawed:
                 for param in params:
                     _thawed.pop(param, None)
-                if not _thawed and not registry.state.patterns:
-                    rearm("freeze")
+                if not _thawed:
+                    rearm("freeze")  # nothing left that this step had to treat as frozen
             if skip is not None:
                 _settle(params, skip)
         return result
