@@ -391,7 +391,7 @@ def _apply(name):
     logger.debug("patched %s", name)
 
 
-def rearm(*names: str):
+def rearm(*names: str) -> None:
     """Apply or take off the hot targets of the named active patches, as their ``armed()``
     says now (called after the state ``armed`` reads has changed)."""
     with _lock:
