@@ -1,11 +1,12 @@
 """The graphs of both sides: a module's symbol with its loss heads replaced by what they
 compute at inference (or a loss head added for ``to_module(loss=...)``), a Gluon block's
 graph and the parameters it uses, and which operator reads each parameter (to match two
-graphs by structure).  Also the Symbol iteration that makes ``SymbolBlock`` cheap on 1.3/1.4,
-and a ``SymbolBlock`` built without inferring the dtypes its caller sets.
+graphs by structure).  Also a ``SymbolBlock`` built without its own walk of every node (checked
+here in one call) and without inferring the dtypes its caller sets.
 """
 
 import contextlib
+import ctypes
 import functools
 import json
 import re
@@ -339,25 +340,70 @@ def _swap(owner, attr, value):
     return undo
 
 
-def _install_index_iteration():
-    # Same items as by name wherever names are unique (and right where they are not), so a
-    # thread iterating meanwhile sees no difference.
-    return _swap(_mx().sym.Symbol, "__iter__", _iterate_by_index)
+def _row_sparse_nodes(symbol):
+    """The nodes of ``symbol`` whose storage type is row_sparse, which ``SymbolBlock``
+    refuses: read in one C call (``MXSymbolListAttr``, what ``Symbol.attr_dict`` reads:
+    every node's attributes as ``node$key``, value), where SymbolBlock's own walk makes two
+    per node (ResNet-50: 474 nodes, a third of its SymbolBlock)."""
+    mx = _mx()
+    size, pairs = mx.base.mx_uint(), ctypes.POINTER(ctypes.c_char_p)()
+    mx.base.check_call(
+        mx.base._LIB.MXSymbolListAttr(symbol.handle, ctypes.byref(size), ctypes.byref(pairs))
+    )
+    flat = pairs[: 2 * size.value]
+    row_sparse = str(mx.nd.ndarray._STORAGE_TYPE_STR_TO_ID["row_sparse"]).encode()
+    values = flat[1::2]
+    if row_sparse not in values:  # the common case, scanned at C speed
+        return []
+    suffix = b"$__storage_type__"
+    return [
+        flat[2 * i][: -len(suffix)].decode()
+        for i, value in enumerate(values)
+        if value == row_sparse and flat[2 * i].endswith(suffix)
+    ]
 
 
-_index_iteration = SharedScope(_install_index_iteration)
+_walk_checked = threading.local()  # .on: this thread checked SymbolBlock's storage types
+
+
+def _install_iteration():
+    symbol_class = _mx().sym.Symbol
+    # 1.3/1.4 iterate by name, which is quadratic (SymbolBlock's walk of ResNet-50: ~120 ms);
+    # by index gives the same items wherever names are unique (and the right ones where they
+    # are not), so another thread iterating meanwhile sees no difference.
+    own = symbol_class.__dict__["__iter__"]
+    by_index = own if facts.since(facts.SYMBOL_ITER_BY_INDEX) else _iterate_by_index
+
+    def __iter__(self):
+        if getattr(_walk_checked, "on", False):
+            return iter(())
+        return by_index(self)
+
+    return _swap(symbol_class, "__iter__", __iter__)
+
+
+_iteration = SharedScope(_install_iteration)
 
 
 @contextlib.contextmanager
-def _symbols_iterate_by_index():
-    """Symbol iteration by index, as from 1.5, while a SymbolBlock is built: 1.3/1.4 iterate
-    by name, and SymbolBlock.__init__ walks every internal node so (ResNet-50: ~120 ms).
+def _storage_walk_skipped(symbol, where):
+    """A ``SymbolBlock`` of ``symbol`` built in this thread meanwhile skips its walk of every
+    internal node (the only Symbol it iterates, 1.3.1 ... 1.9.1: it asserts that no node is
+    row_sparse); the same check is made here first, once, and fails in mxcompat's words.
     Two threads converting at once share the one change (``_core.scope.SharedScope``)."""
-    if facts.since(facts.SYMBOL_ITER_BY_INDEX):
-        yield
-        return
-    with _index_iteration:
-        yield
+    found = _row_sparse_nodes(symbol)
+    if found:
+        raise _fail(
+            where,
+            "a Gluon SymbolBlock cannot hold row_sparse parameters, and the module's "
+            "graph has %s" % _names(found),
+        )
+    with _iteration:
+        _walk_checked.on = True
+        try:
+            yield
+        finally:
+            _walk_checked.on = False
 
 
 def _iterate_by_index(self):

@@ -14,7 +14,7 @@ from .graph import (
     _module_inference_graph,
     _module_inputs,
     _param_dtypes_given,
-    _symbols_iterate_by_index,
+    _storage_walk_skipped,
 )
 from .model import module_arrays
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore
@@ -141,7 +141,7 @@ def _symbol_block(module, args, auxs, values, where):
             for name in names
         }
     # Every parameter gets its array's dtype below: SymbolBlock's own inference is not needed.
-    with _symbols_iterate_by_index(), _param_dtypes_given():
+    with _storage_walk_skipped(symbol, where), _param_dtypes_given():
         net = mx.gluon.SymbolBlock(symbol, input_vars)
     # Its own ParameterDict holds them all (collect_params would walk the block's attributes),
     # arguments (not inputs) then auxiliary states.

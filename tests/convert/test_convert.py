@@ -842,20 +842,94 @@ def test_dtype_inference_is_skipped_in_the_converting_thread_only():
     assert vars(mx.gluon.block)["_infer_param_types"] is own
 
 
-@pytest.mark.mxnet("<1.5", reason="from 1.5 symbols iterate by index; to_gluon swaps nothing")
 def test_symbol_iteration_swaps_overlapping_out_of_order_restore_mxnets_own():
     # Two conversions in two threads, the first to start ends first (what the threaded test
     # above provokes at random): MXNet's own __iter__ must come back, not the other's copy.
     from mxcompat.convert import graph
 
     own = vars(mx.sym.Symbol)["__iter__"]
-    first, second = graph._symbols_iterate_by_index(), graph._symbols_iterate_by_index()
+    sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
+    first = graph._storage_walk_skipped(sym, "test")
+    second = graph._storage_walk_skipped(sym, "test")
     first.__enter__()
     second.__enter__()
     assert vars(mx.sym.Symbol)["__iter__"] is not own
     first.__exit__(None, None, None)
     assert vars(mx.sym.Symbol)["__iter__"] is not own  # the second is still building
     second.__exit__(None, None, None)
+    assert vars(mx.sym.Symbol)["__iter__"] is own
+
+
+def _row_sparse_module():
+    data = mx.sym.var("data", stype="csr")
+    weight = mx.sym.var("fc_weight", stype="row_sparse", shape=(4, 2))
+    mod = mx.mod.Module(mx.sym.sparse.dot(data, weight), label_names=None)
+    mod.bind(data_shapes=[("data", (3, 4))])
+    mod.init_params(mx.init.One())
+    return mod
+
+
+def test_to_gluon_refuses_row_sparse_parameters_as_symbolblock_does():
+    # to_gluon checks the storage types itself (one C call) and skips SymbolBlock's own walk
+    # of every node: the same graphs are refused, in mxcompat's words.
+    mod = _row_sparse_module()
+    with pytest.raises(AssertionError, match="fc_weight.*row_sparse"):
+        gluon.SymbolBlock(mod.symbol, [mx.sym.var("data")])
+    for copy in (True, False):
+        with pytest.raises(ValueError) as err:
+            mod.to_gluon(copy=copy)
+        assert str(err.value) == (
+            "mxcompat.to_gluon: a Gluon SymbolBlock cannot hold row_sparse parameters, "
+            "and the module's graph has 'fc_weight'"
+        )
+    assert graph_nodes_row_sparse(mx.sym.var("w", stype="csr") + 1) == []
+    # Two row_sparse nodes of one name (a graph MXNet would refuse at the first): both named.
+    a = mx.sym.var("w", stype="row_sparse")
+    assert graph_nodes_row_sparse(mx.sym.Group([a * 2, mx.sym.var("w", stype="row_sparse")])) == [
+        "w",
+        "w",
+    ]
+
+
+def graph_nodes_row_sparse(symbol):
+    from mxcompat.convert import graph
+
+    return graph._row_sparse_nodes(symbol)
+
+
+def test_symbolblock_walk_is_skipped_in_the_converting_thread_only():
+    # While to_gluon builds its SymbolBlock, another thread's SymbolBlock still walks its
+    # nodes (and refuses a row_sparse one); afterwards MXNet's own __iter__ is back.
+    import threading
+
+    from mxcompat.convert import graph
+
+    own = vars(mx.sym.Symbol)["__iter__"]
+    sparse = _row_sparse_module().symbol
+    dense = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
+    seen = []
+
+    def build_sparse():
+        try:
+            gluon.SymbolBlock(sparse, [mx.sym.var("data")])
+        except AssertionError as e:
+            seen.append(str(e))
+
+    with graph._storage_walk_skipped(dense, "test"):
+        assert list(dense.get_internals()) == []  # this thread: the walk is skipped
+        other = threading.Thread(target=build_sparse)
+        other.start()
+        other.join(60)
+        internals = []
+        reader = threading.Thread(target=lambda: internals.extend(dense.get_internals()))
+        reader.start()
+        reader.join(60)
+    assert seen == [
+        "SymbolBlock doesn't support Parameter 'fc_weight' because its storage type is "
+        "'row_sparse'."
+    ]
+    assert [s.name for s in internals] == ["data", "fc_weight", "fc_bias", "fc"]
+    assert [s.name for s in dense.get_internals()] == ["data", "fc_weight", "fc_bias", "fc"]
     assert vars(mx.sym.Symbol)["__iter__"] is own
 
 
