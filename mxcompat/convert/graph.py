@@ -351,16 +351,18 @@ def _row_sparse_nodes(symbol):
         mx.base._LIB.MXSymbolListAttr(symbol.handle, ctypes.byref(size), ctypes.byref(pairs))
     )
     flat = pairs[: 2 * size.value]
+    keys, values = flat[0::2], flat[1::2]
     row_sparse = str(mx.nd.ndarray._STORAGE_TYPE_STR_TO_ID["row_sparse"]).encode()
-    values = flat[1::2]
-    if row_sparse not in values:  # the common case, scanned at C speed
-        return []
     suffix = b"$__storage_type__"
-    return [
-        flat[2 * i][: -len(suffix)].decode()
-        for i, value in enumerate(values)
-        if value == row_sparse and flat[2 * i].endswith(suffix)
-    ]
+    found = []
+    # Only the values equal to row_sparse's id are looked at, found at C speed (list.index):
+    # other attributes have that value too (a convolution's num_group), far fewer than all.
+    at = -1
+    for _ in range(values.count(row_sparse)):
+        at = values.index(row_sparse, at + 1)
+        if keys[at].endswith(suffix):
+            found.append(keys[at][: -len(suffix)].decode())
+    return found
 
 
 _walk_checked = threading.local()  # .on: this thread checked SymbolBlock's storage types
