@@ -9,6 +9,7 @@ import contextlib
 import ctypes
 import functools
 import json
+import os
 import re
 import threading
 
@@ -350,26 +351,29 @@ def _row_sparse_nodes(symbol):
     mx.base.check_call(
         mx.base._LIB.MXSymbolListAttr(symbol.handle, ctypes.byref(size), ctypes.byref(pairs))
     )
-    flat = pairs[: 2 * size.value]
-    keys, values = flat[0::2], flat[1::2]
+    count = size.value
+    # Only the values (bytes made for half the strings), and of them only those equal to
+    # row_sparse's id looked at, found at C speed (list.index): other attributes have that
+    # value too (a convolution's num_group), far fewer than all.
+    values = pairs[1 : 2 * count : 2]
     row_sparse = str(mx.nd.ndarray._STORAGE_TYPE_STR_TO_ID["row_sparse"]).encode()
     suffix = b"$__storage_type__"
     found = []
-    # Only the values equal to row_sparse's id are looked at, found at C speed (list.index):
-    # other attributes have that value too (a convolution's num_group), far fewer than all.
     at = -1
     for _ in range(values.count(row_sparse)):
         at = values.index(row_sparse, at + 1)
-        if keys[at].endswith(suffix):
-            found.append(keys[at][: -len(suffix)].decode())
+        key = pairs[2 * at]
+        if key.endswith(suffix):
+            found.append(key[: -len(suffix)].decode())
     return found
 
 
 _walk_checked = threading.local()  # .on: this thread checked SymbolBlock's storage types
 
 
-def _install_iteration():
-    symbol_class = _mx().sym.Symbol
+def _install_shortcuts():
+    mx = _mx()
+    symbol_class = mx.sym.Symbol
     # 1.3/1.4 iterate by name, which is quadratic (SymbolBlock's walk of ResNet-50: ~120 ms);
     # by index gives the same items wherever names are unique (and the right ones where they
     # are not), so another thread iterating meanwhile sees no difference.
@@ -381,10 +385,20 @@ def _install_iteration():
             return iter(())
         return by_index(self)
 
-    return _swap(symbol_class, "__iter__", __iter__)
+    undo_iteration = _swap(symbol_class, "__iter__", __iter__)
+    # SymbolBlock's parameter names' common prefix, compared character by character in
+    # Python (ResNet-50: 0.3 ms); os.path.commonprefix gives the same string for any list of
+    # names, so any thread may call it meanwhile.
+    undo_prefix = _swap(mx.gluon.block, "_common_prefix", os.path.commonprefix)
+
+    def undo():
+        undo_prefix()
+        undo_iteration()
+
+    return undo
 
 
-_iteration = SharedScope(_install_iteration)
+_shortcuts = SharedScope(_install_shortcuts)
 
 
 @contextlib.contextmanager
@@ -392,7 +406,8 @@ def _storage_walk_skipped(symbol, where):
     """A ``SymbolBlock`` of ``symbol`` built in this thread meanwhile skips its walk of every
     internal node (the only Symbol it iterates, 1.3.1 ... 1.9.1: it asserts that no node is
     row_sparse); the same check is made here first, once, and fails in mxcompat's words.
-    Two threads converting at once share the one change (``_core.scope.SharedScope``)."""
+    Its parameters' common prefix is found by ``os.path.commonprefix`` meanwhile.  Two
+    threads converting at once share the one change (``_core.scope.SharedScope``)."""
     found = _row_sparse_nodes(symbol)
     if found:
         raise _fail(
@@ -400,7 +415,7 @@ def _storage_walk_skipped(symbol, where):
             "a Gluon SymbolBlock cannot hold row_sparse parameters, and the module's "
             "graph has %s" % _names(found),
         )
-    with _iteration:
+    with _shortcuts:
         _walk_checked.on = True
         try:
             yield

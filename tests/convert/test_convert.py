@@ -6,6 +6,8 @@ kernels by CPU, so sums are taken in another order: ~2e-7 absolute with AVX-512 
 up to 3 ulp of outputs near 5 (2.4e-6) with AVX2 kernels (DNNL_MAX_CPU_ISA=AVX2).
 """
 
+import os
+
 import mxnet as mx  # noqa: E402  (after mxcompat)
 import numpy as np
 import pytest
@@ -848,16 +850,38 @@ def test_symbol_iteration_swaps_overlapping_out_of_order_restore_mxnets_own():
     from mxcompat.convert import graph
 
     own = vars(mx.sym.Symbol)["__iter__"]
+    own_prefix = vars(mx.gluon.block)["_common_prefix"]
     sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
     first = graph._storage_walk_skipped(sym, "test")
     second = graph._storage_walk_skipped(sym, "test")
     first.__enter__()
     second.__enter__()
     assert vars(mx.sym.Symbol)["__iter__"] is not own
+    assert vars(mx.gluon.block)["_common_prefix"] is os.path.commonprefix
     first.__exit__(None, None, None)
     assert vars(mx.sym.Symbol)["__iter__"] is not own  # the second is still building
+    assert vars(mx.gluon.block)["_common_prefix"] is os.path.commonprefix
     second.__exit__(None, None, None)
     assert vars(mx.sym.Symbol)["__iter__"] is own
+    assert vars(mx.gluon.block)["_common_prefix"] is own_prefix
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        [],
+        ["conv0_weight"],
+        ["resnetv10_conv0_weight", "resnetv10_dense0_bias", "resnetv10_batchnorm0_gamma"],
+        ["a_w", "b_w"],
+        ["net_w", "net_", "net_w2"],  # one name a prefix of the others
+        ["x", ""],
+        ["caf\u00e9_w", "caf\u00e9_b"],
+    ],
+)
+def test_symbolblock_common_prefix_stand_in_gives_mxnets_answer(names):
+    # SymbolBlock keys its _reg_params by what _common_prefix strips: built by to_gluon,
+    # os.path.commonprefix stands in for it.
+    assert os.path.commonprefix(names) == vars(mx.gluon.block)["_common_prefix"](names)
 
 
 def _row_sparse_module():
