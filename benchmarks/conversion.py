@@ -37,6 +37,7 @@ def _waited(func):
 
 
 FLOOR = "SymbolBlock(sym, data) alone"
+FLOOR_TARGET = "<= 1.2x"
 
 # (copy vs one copy of every weight, share vs the file round trip): Module->Gluon's set when its
 # conversion was made to share weights, Gluon->Module's from before.
@@ -176,6 +177,7 @@ def _bench_convert(table, configs, reps):
                         times[FLOOR],
                         share,
                         times[share],
+                        FLOOR_TARGET,
                     )
 
             # Bound, ready to predict: what a user writes without mxcompat.
