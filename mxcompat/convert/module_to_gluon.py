@@ -13,11 +13,10 @@ from .graph import (
     _consumers,
     _module_inference_graph,
     _module_inputs,
-    _param_dtypes_given,
-    _storage_walk_skipped,
 )
 from .model import module_arrays
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore
+from .symbol_block import _param_dtypes_given, _storage_walk_skipped
 
 # Names for annotations only: type checkers take this block as run, Python never runs it.
 TYPE_CHECKING = False

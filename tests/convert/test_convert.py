@@ -824,7 +824,7 @@ def test_dtype_inference_is_skipped_in_the_converting_thread_only():
     # parameters' dtypes from its typed inputs; afterwards MXNet's own function is back.
     import threading
 
-    from mxcompat.convert import graph
+    from mxcompat.convert import symbol_block
 
     own = vars(mx.gluon.block)["_infer_param_types"]
     sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
@@ -834,7 +834,7 @@ def test_dtype_inference_is_skipped_in_the_converting_thread_only():
         return np.dtype(block.params["fc_weight"].dtype)
 
     seen = []
-    with graph._param_dtypes_given():
+    with symbol_block._param_dtypes_given():
         assert weight_dtype() == np.float32  # MXNet's default: the caller sets each dtype
         other = threading.Thread(target=lambda: seen.append(weight_dtype()))
         other.start()
@@ -847,13 +847,13 @@ def test_dtype_inference_is_skipped_in_the_converting_thread_only():
 def test_symbol_iteration_swaps_overlapping_out_of_order_restore_mxnets_own():
     # Two conversions in two threads, the first to start ends first (what the threaded test
     # above provokes at random): MXNet's own __iter__ must come back, not the other's copy.
-    from mxcompat.convert import graph
+    from mxcompat.convert import symbol_block
 
     own = vars(mx.sym.Symbol)["__iter__"]
     own_prefix = vars(mx.gluon.block)["_common_prefix"]
     sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
-    first = graph._storage_walk_skipped(sym, "test")
-    second = graph._storage_walk_skipped(sym, "test")
+    first = symbol_block._storage_walk_skipped(sym, "test")
+    second = symbol_block._storage_walk_skipped(sym, "test")
     first.__enter__()
     second.__enter__()
     assert vars(mx.sym.Symbol)["__iter__"] is not own
@@ -916,9 +916,9 @@ def test_to_gluon_refuses_row_sparse_parameters_as_symbolblock_does():
 
 
 def graph_nodes_row_sparse(symbol):
-    from mxcompat.convert import graph
+    from mxcompat.convert import symbol_block
 
-    return graph._row_sparse_nodes(symbol)
+    return symbol_block._row_sparse_nodes(symbol)
 
 
 def test_symbolblock_walk_is_skipped_in_the_converting_thread_only():
@@ -926,7 +926,7 @@ def test_symbolblock_walk_is_skipped_in_the_converting_thread_only():
     # nodes (and refuses a row_sparse one); afterwards MXNet's own __iter__ is back.
     import threading
 
-    from mxcompat.convert import graph
+    from mxcompat.convert import symbol_block
 
     own = vars(mx.sym.Symbol)["__iter__"]
     sparse = _row_sparse_module().symbol
@@ -939,7 +939,7 @@ def test_symbolblock_walk_is_skipped_in_the_converting_thread_only():
         except AssertionError as e:
             seen.append(str(e))
 
-    with graph._storage_walk_skipped(dense, "test"):
+    with symbol_block._storage_walk_skipped(dense, "test"):
         assert list(dense.get_internals()) == []  # this thread: the walk is skipped
         other = threading.Thread(target=build_sparse)
         other.start()
