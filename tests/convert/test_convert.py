@@ -896,6 +896,8 @@ def _row_sparse_module():
 def test_to_gluon_refuses_row_sparse_parameters_as_symbolblock_does():
     # to_gluon checks the storage types itself (one C call) and skips SymbolBlock's own walk
     # of every node: the same graphs are refused, in mxcompat's words.
+    from mxcompat.convert.symbol_block import _row_sparse_nodes
+
     mod = _row_sparse_module()
     with pytest.raises(AssertionError, match="fc_weight.*row_sparse"):
         gluon.SymbolBlock(mod.symbol, [mx.sym.var("data")])
@@ -906,19 +908,13 @@ def test_to_gluon_refuses_row_sparse_parameters_as_symbolblock_does():
             "mxcompat.to_gluon: a Gluon SymbolBlock cannot hold row_sparse parameters, "
             "and the module's graph has 'fc_weight'"
         )
-    assert graph_nodes_row_sparse(mx.sym.var("w", stype="csr") + 1) == []
+    assert _row_sparse_nodes(mx.sym.var("w", stype="csr") + 1) == []
     # Two row_sparse nodes of one name (a graph MXNet would refuse at the first): both named.
     a = mx.sym.var("w", stype="row_sparse")
-    assert graph_nodes_row_sparse(mx.sym.Group([a * 2, mx.sym.var("w", stype="row_sparse")])) == [
+    assert _row_sparse_nodes(mx.sym.Group([a * 2, mx.sym.var("w", stype="row_sparse")])) == [
         "w",
         "w",
     ]
-
-
-def graph_nodes_row_sparse(symbol):
-    from mxcompat.convert import symbol_block
-
-    return symbol_block._row_sparse_nodes(symbol)
 
 
 def test_symbolblock_walk_is_skipped_in_the_converting_thread_only():
