@@ -1,32 +1,19 @@
 """``mxcompat.to_torch_optimizer``: MXNet's SGD (momentum), NAG, Adam and RMSProp as a
-``torch.optim.Optimizer`` with MXNet's update rules, over a module ``to_torch`` made.
+``torch.optim.Optimizer`` with MXNet's update rules (``optim_rules``), over a module
+``to_torch`` made, resuming where MXNet stopped: the momentum, Adam's moments, RMSProp's
+averages, the update counts and the scheduler's position (``optim_state`` reads them, from a
+live Trainer or Module or from a states file).
 
-What MXNet does that PyTorch's optimizers do not, each kept here:
-
-- the gradient is first multiplied by ``rescale_grad`` (Module: 1 / batch size; Trainer:
-  its scale / the batch size given to ``step``), then clipped to ``clip_gradient``;
-- weight decay ``wd`` is added to the gradient (SGD: inside the step, ``(1 - lr*wd) * w``),
-  for Adam and RMSProp *before* the clipping;
-- per-parameter ``lr_mult``/``wd_mult`` are MXNet's own: read through the optimizer's
-  ``_get_lr``/``_get_wd`` (so a Module's default of no weight decay on biases and betas, a
-  symbol's ``__lr_mult__``, a Gluon Parameter's ``lr_mult`` all hold);
-- NAG's rule is the one this MXNet's kernel makes (it changed between 1.5 and 1.9:
-  ``_nag_rule``);
-- Adam's bias correction is folded into the learning rate (``lr * sqrt(1 - b2**t) / (1 -
-  b1**t)``) and epsilon is added to ``sqrt(v)``; RMSProp's epsilon is inside the root;
-- the learning-rate scheduler is MXNet's own (a copy: the original keeps its state), called
-  with the number of updates so far;
-- every hyper-parameter reaches MXNet's kernels as a float32 (``lr`` and ``wd`` after their
-  multipliers and Adam's correction): rounded so here too, which a float64 model shows.
+Read here, through MXNet: the settings, as each kernel receives them (float32); per-parameter
+``lr_mult``/``wd_mult`` through the optimizer's own ``_get_lr``/``_get_wd`` (so a Module's
+default of no weight decay on biases and betas, a symbol's ``__lr_mult__``, a Gluon
+Parameter's ``lr_mult`` all hold); which NAG rule this MXNet's kernel makes (``_nag_rule``).
 
 A parameter with ``requires_grad=False`` (frozen in MXNet) or without a gradient is not
 touched, as MXNet skips a fixed parameter.  torch is imported at the first call.
 """
 
 from __future__ import annotations
-
-import copy
-import math
 
 from ..convert._common import _fail, _mx
 from . import codegen
@@ -40,24 +27,6 @@ if TYPE_CHECKING:
 
 WHERE = "to_torch_optimizer"
 KINDS = ("sgd", "nag", "adam", "rmsprop")
-
-
-def _kind(opt):
-    mx = _mx()
-    # The most derived first: MXNet's NAG subclasses SGD in some releases.
-    for kind, cls in (
-        ("nag", mx.optimizer.NAG),
-        ("sgd", mx.optimizer.SGD),
-        ("adam", mx.optimizer.Adam),
-        ("rmsprop", mx.optimizer.RMSProp),
-    ):
-        if type(opt) is cls:
-            return kind
-    raise _fail(
-        WHERE,
-        "%s is not supported (MXNet's SGD, NAG, Adam and RMSProp are)" % type(opt).__name__,
-        NotImplementedError,
-    )
 
 
 def _multipliers(opt, names):
@@ -78,20 +47,6 @@ def _multipliers(opt, names):
         }
     finally:
         opt.lr, opt.wd, opt.lr_scheduler = saved
-
-
-def _r32(a):
-    """a as MXNet's kernels receive it: their hyper-parameters are float32."""
-    import numpy as np
-
-    return float(np.float32(a))
-
-
-def _f32(a, b):
-    """a - b as MXNet's kernels compute it, in float32 (their parameters are floats)."""
-    import numpy as np
-
-    return float(np.float32(a) - np.float32(b))
 
 
 _NAG_RULE: list = []  # the rule found, once asked
@@ -122,123 +77,9 @@ def _nag_rule():
     )
 
 
-def _optimizer_class(torch):
-    class MXNetOptimizer(torch.optim.Optimizer):
-        """MXNet's update rule (``kind``) over a converted module's parameters; each
-        parameter group holds one parameter, its ``name`` and MXNet's ``lr_mult``/
-        ``wd_mult``.  ``rescale_grad``, ``lr`` and ``wd`` are the groups' settings."""
-
-        def __init__(self, groups, kind, settings, scheduler, begin):
-            super().__init__(groups, dict(settings))
-            self.kind, self.scheduler, self.num_update = kind, scheduler, begin
-            self.begin = begin
-            self.nag_rule = _nag_rule() if kind == "nag" else None
-
-        def current_lr(self, group):
-            base = self.scheduler(self.num_update) if self.scheduler is not None else group["lr"]
-            return base * group["lr_mult"]
-
-        @torch.no_grad()
-        def step(self, closure=None):
-            loss = None
-            if closure is not None:
-                with torch.enable_grad():
-                    loss = closure()
-            active = [g for g in self.param_groups if g["params"][0].grad is not None]
-            if active:
-                self.num_update += 1
-            for group in active:
-                self._update(group["params"][0], group)
-            return loss
-
-        def _update(self, w, group):
-            kind = self.kind
-            base_lr = self.current_lr(group)  # the scheduler's once per update
-            lr = _r32(base_lr)
-            wd = _r32(group["wd"] * group["wd_mult"])
-            clip = group["clip_gradient"]
-            g = w.grad * group["rescale_grad"]
-            state = self.state[w]
-            if kind == "sgd":
-                if clip:
-                    g = g.clamp(-clip, clip)
-                if group["momentum"] > 0:
-                    mom = state.setdefault("mom", torch.zeros_like(w))
-                    mom.mul_(group["momentum"]).sub_(lr * wd * w).sub_(lr * g)
-                    w.add_(mom)
-                else:
-                    w.mul_(1.0 - lr * wd).sub_(lr * g)
-                return
-            if kind == "nag":
-                if clip:
-                    g = g.clamp(-clip, clip)
-                m = group["momentum"]
-                if m <= 0:
-                    w.mul_(1.0 - lr * wd).sub_(lr * g)  # MXNet's sgd_update then
-                    return
-                mom = state.setdefault("mom", torch.zeros_like(w))
-                if self.nag_rule == "accumulate":
-                    mom.mul_(m).add_(g + wd * w)
-                    w.sub_(lr * (g + m * mom))
-                else:
-                    step = lr * (g + wd * w)
-                    w.add_(m * (m * mom - step) - step)
-                    # The kernel writes the weight first, then reads it for the momentum.
-                    mom.mul_(m).sub_(lr * (g + wd * w))
-                return
-            g = g + wd * w
-            if clip:
-                g = g.clamp(-clip, clip)
-            if kind == "adam":
-                t = state["step"] = state.get("step", self.begin) + 1
-                b1, b2 = group["beta1"], group["beta2"]
-                # The correction in double, as MXNet's Python computes it; the kernel's
-                # betas and 1 - beta in float32.
-                lr = _r32(base_lr * math.sqrt(1.0 - b2**t) / (1.0 - b1**t))
-                mean = state.setdefault("mean", torch.zeros_like(w))
-                var = state.setdefault("var", torch.zeros_like(w))
-                mean.mul_(_r32(b1)).add_(_f32(1.0, b1) * g)
-                var.mul_(_r32(b2)).add_(_f32(1.0, b2) * g.square())
-                w.sub_(lr * mean / (var.sqrt() + group["epsilon"]))
-                return
-            g1, eps = group["gamma1"], group["epsilon"]
-            n = state.setdefault("n", torch.zeros_like(w))
-            n.mul_(g1).add_(_f32(1.0, g1) * g.square())
-            if group["centered"]:
-                mg = state.setdefault("g", torch.zeros_like(w))
-                delta = state.setdefault("delta", torch.zeros_like(w))
-                mg.mul_(g1).add_(_f32(1.0, g1) * g)
-                delta.mul_(group["gamma2"]).sub_(lr * g / (n - mg.square() + eps).sqrt())
-                w.add_(delta)
-            else:
-                w.sub_(lr * g / (n + eps).sqrt())
-            if group["clip_weights"]:
-                w.clamp_(-group["clip_weights"], group["clip_weights"])
-
-    return MXNetOptimizer
-
-
-def to_torch_optimizer(
-    mx_optimizer: Optimizer | Trainer | Module,
-    torch_module: torch.nn.Module,
-    *,
-    batch_size: int | None = None,
-) -> torch.optim.Optimizer:
-    """MXNet's optimizer as a ``torch.optim.Optimizer`` over ``torch_module`` (made by
-    ``to_torch``: its parameters carry MXNet's names), updating each parameter as MXNet
-    would: SGD (with momentum), NAG, Adam and RMSProp (plain and centered), with
-    ``rescale_grad``, ``clip_gradient``, ``wd``, MXNet's per-parameter ``lr_mult`` and
-    ``wd_mult`` and its learning-rate scheduler.
-
-    ``mx_optimizer``: an ``mxnet.optimizer.Optimizer``, a Gluon ``Trainer`` or a Module whose
-    optimizer is initialised (theirs is taken, with its multipliers).  A Trainer scales the
-    gradient by its scale over the ``batch_size`` its ``step`` is given: pass the same
-    ``batch_size`` here.  Parameters with ``requires_grad=False`` are left alone."""
-    from .convert import import_torch
-
-    torch = import_torch("mxcompat.to_torch_optimizer")
+def _source(mx_optimizer, batch_size):
+    """(MXNet optimizer, the Trainer's rescale_grad or None) of what the caller gave."""
     mx = _mx()
-    rescale = None
     if isinstance(mx_optimizer, mx.gluon.Trainer):
         if batch_size is None:
             raise _fail(
@@ -248,51 +89,139 @@ def to_torch_optimizer(
             )
         if getattr(mx_optimizer, "_optimizer", None) is None:
             mx_optimizer._init_optimizer(mx_optimizer._optimizer, mx_optimizer._optimizer_params)
-        rescale = mx_optimizer._scale / batch_size
-        opt = mx_optimizer._optimizer
-    elif isinstance(mx_optimizer, mx.mod.BaseModule):
+        return mx_optimizer._optimizer, mx_optimizer._scale / batch_size
+    if isinstance(mx_optimizer, mx.mod.BaseModule):
         if not getattr(mx_optimizer, "optimizer_initialized", False):
             raise _fail(WHERE, "the Module's optimizer is not initialised (init_optimizer)")
-        opt = mx_optimizer._optimizer
-    elif isinstance(mx_optimizer, mx.optimizer.Optimizer):
-        opt = mx_optimizer
-    else:
-        raise _fail(
-            WHERE,
-            "expected an mxnet Optimizer, a Gluon Trainer or a Module, got %s"
-            % type(mx_optimizer).__name__,
-            TypeError,
-        )
-    if not isinstance(torch_module, torch.nn.Module):
-        raise _fail(WHERE, "torch_module is a torch.nn.Module, not %r" % (torch_module,), TypeError)
-    kind = _kind(opt)
-    if getattr(opt, "multi_precision", False):
-        raise _fail(WHERE, "multi_precision=True is not supported", NotImplementedError)
-    named = [(n, p) for n, p in torch_module.named_parameters()]
-    mults = _multipliers(opt, [codegen.mxnet_name(n) for n, _ in named])
+        return mx_optimizer._optimizer, None
+    if isinstance(mx_optimizer, mx.optimizer.Optimizer):
+        return mx_optimizer, None
+    raise _fail(
+        WHERE,
+        "expected an mxnet Optimizer, a Gluon Trainer or a Module, got %s"
+        % type(mx_optimizer).__name__,
+        TypeError,
+    )
+
+
+def _settings(kind, found, rescale, r32):
+    """The torch optimizer's group settings from ``found`` (``optim_state.describe``), each as
+    MXNet's kernel receives it."""
     settings = {
-        "lr": opt.lr,
-        "wd": opt.wd,
-        "rescale_grad": _r32(opt.rescale_grad if rescale is None else rescale),
-        "clip_gradient": _r32(opt.clip_gradient or 0.0),
+        "lr": found["lr"],
+        "wd": found["wd"],
+        "rescale_grad": r32(found["rescale_grad"] if rescale is None else rescale),
+        "clip_gradient": r32(found.get("clip_gradient") or 0.0),
     }
     if kind in ("sgd", "nag"):
-        settings["momentum"] = _r32(opt.momentum)
+        settings["momentum"] = r32(found["momentum"])
     elif kind == "adam":
         # The betas as given: Python's bias correction reads them in double.
-        settings.update(beta1=opt.beta1, beta2=opt.beta2, epsilon=_r32(opt.epsilon))
+        settings.update(beta1=found["beta1"], beta2=found["beta2"], epsilon=r32(found["epsilon"]))
     else:
         settings.update(
-            gamma1=_r32(opt.gamma1),
-            gamma2=_r32(opt.gamma2),
-            epsilon=_r32(opt.epsilon),
-            centered=bool(opt.centered),
-            clip_weights=_r32(opt.clip_weights or 0.0),
+            gamma1=r32(found["gamma1"]),
+            gamma2=r32(found["gamma2"]),
+            epsilon=r32(found["epsilon"]),
+            centered=bool(found["centered"]),
+            clip_weights=r32(found.get("clip_weights") or 0.0),
         )
-    groups = []
-    for name, param in named:
-        lr_mult, wd_mult = mults[codegen.mxnet_name(name)]
-        groups.append({"params": [param], "name": name, "lr_mult": lr_mult, "wd_mult": wd_mult})
-    scheduler = copy.deepcopy(opt.lr_scheduler) if opt.lr_scheduler is not None else None
-    begin = getattr(opt, "begin_num_update", 0) or 0
-    return _optimizer_class(torch)(groups, kind, settings, scheduler, begin)
+    return settings
+
+
+def _carry(topt, kind, centered, arrays, counts, names, named, torch):
+    """Put MXNet's states (``{index: arrays}``) and Adam's per-parameter counts into
+    ``topt.state``, by parameter name; a state for no parameter of the module, or of
+    another shape, is an error (never a silent restart)."""
+    from .optim_rules import state_names
+
+    keys = state_names(kind, centered)
+    by_name = {codegen.mxnet_name(n): p for n, p in named}
+    for index in sorted(arrays, key=str):
+        name = names.get(index, index if isinstance(index, str) else None)
+        param = by_name.get(name)
+        if param is None:
+            raise _fail(
+                WHERE,
+                "the optimizer holds a state for %r (index %r), which is no parameter of "
+                "the module" % (name, index),
+            )
+        state = arrays[index]
+        if len(state) != len(keys) and state:
+            raise _fail(
+                WHERE,
+                "the state of %r has %d array(s), MXNet's %s makes %d"
+                % (name, len(state), kind, len(keys)),
+            )
+        for key, value in zip(keys, state):
+            if tuple(value.shape) != tuple(param.shape):
+                raise _fail(
+                    WHERE,
+                    "the %s state of %r is %s, the parameter %s"
+                    % (key, name, tuple(value.shape), tuple(param.shape)),
+                )
+            topt.state[param][key] = torch.from_numpy(value.copy()).to(param)
+        if kind == "adam" and index in counts:  # its bias correction's t
+            topt.state[param]["step"] = int(counts[index])
+
+
+def to_torch_optimizer(
+    mx_optimizer: Optimizer | Trainer | Module,
+    torch_module: torch.nn.Module,
+    *,
+    batch_size: int | None = None,
+    states: str | None = None,
+) -> torch.optim.Optimizer:
+    """MXNet's optimizer as a ``torch.optim.Optimizer`` over ``torch_module`` (made by
+    ``to_torch``: its parameters carry MXNet's names), updating each parameter as MXNet
+    would: SGD (with momentum), NAG, Adam and RMSProp (plain and centered), with
+    ``rescale_grad``, ``clip_gradient``, ``wd``, MXNet's per-parameter ``lr_mult`` and
+    ``wd_mult`` and its learning-rate scheduler, and resuming where MXNet stopped.
+
+    ``mx_optimizer``: an ``mxnet.optimizer.Optimizer``, a Gluon ``Trainer`` or a Module whose
+    optimizer is initialised (theirs is taken, with its multipliers, its states: momentum,
+    Adam's mean and variance, RMSProp's averages, and its update counts with the scheduler's
+    position).  A Trainer scales the gradient by its scale over the ``batch_size`` its
+    ``step`` is given: pass the same ``batch_size`` here.
+
+    ``states``: a file ``Module.save_optimizer_states`` or ``Trainer.save_states`` wrote, read
+    in place of the updater's states, as MXNet's ``load_optimizer_states``/``load_states``
+    would: the file's optimizer (a Trainer's file holds it) then gives the settings, the
+    counts and the scheduler.  Parameters with ``requires_grad=False`` are left alone."""
+    from . import optim_rules, optim_state
+    from .convert import import_torch
+
+    torch = import_torch("mxcompat.to_torch_optimizer")
+    opt, rescale = _source(mx_optimizer, batch_size)
+    if not isinstance(torch_module, torch.nn.Module):
+        raise _fail(WHERE, "torch_module is a torch.nn.Module, not %r" % (torch_module,), TypeError)
+    found = optim_state.describe(opt)
+    names = optim_state.index_names(mx_optimizer, opt)
+    if states is not None:
+        arrays, in_file = optim_state.read_states_file(states)
+        found.update(in_file)
+        if not names:
+            names = dict(in_file.get("idx2name") or {})
+    else:
+        arrays = optim_state.live_states(mx_optimizer)
+    kind = found["kind"]
+    if found.get("multi_precision"):
+        raise _fail(WHERE, "multi_precision=True is not supported", NotImplementedError)
+    named = list(torch_module.named_parameters())
+    mults = _multipliers(opt, [codegen.mxnet_name(n) for n, _ in named])
+    settings = _settings(kind, found, rescale, optim_rules.r32)
+    multipliers = {n: mults[codegen.mxnet_name(n)] for n, _ in named}
+    begin = found.get("begin_num_update", 0) or 0
+    topt = optim_rules.build(
+        torch_module,
+        kind,
+        settings,
+        multipliers,
+        scheduler=found["lr_scheduler"],
+        num_update=found.get("num_update", begin) or begin,
+        begin=begin,
+        nag_rule=_nag_rule() if kind == "nag" else None,
+    )
+    counts = found.get("update_counts") or {}
+    _carry(topt, kind, settings.get("centered"), arrays, counts, names, named, torch)
+    return topt

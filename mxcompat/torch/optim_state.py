@@ -1,0 +1,168 @@
+"""Where MXNet keeps an optimizer's state, read as plain values for ``to_torch_optimizer``.
+
+- The states: an ``Updater``'s ``states``, one entry per index (``None`` for SGD without
+  momentum, an NDArray for SGD's and NAG's momentum, a tuple for Adam's mean and variance and
+  RMSProp's ``n`` or ``(n, g, delta)``).  A Gluon Trainer holds one Updater per context
+  (``_updaters``, indexed by the parameter's position in ``trainer._params``); a Module holds
+  ``_updater`` (indexed ``i * contexts + k`` for its ``i``-th parameter name on context ``k``:
+  the optimizer's ``idx2name``).  With ``update_on_kvstore`` they are the kvstore's
+  ``_updater`` (a Module's are keyed by parameter name there).
+- The counts: the optimizer's ``_index_update_count`` (per index: Adam's bias correction reads
+  it) and ``num_update`` (their largest: the scheduler reads it), both starting at
+  ``begin_num_update``.
+- A states file (``Module.save_optimizer_states``, ``Trainer.save_states``) is the Updater's
+  states pickled, or ``(states, optimizer)`` when the optimizer was dumped with them (a
+  Trainer's always): only then does it hold settings and counts.
+
+``read_states_file`` is the one place a file is read: ``path -> (states, found)``, plain
+values only (numpy arrays, numbers, strings, dicts), so that its internals can change (a
+reader of MXNet's formats without MXNet) without touching its callers."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+from ..convert._common import _fail, _mx
+
+WHERE = "to_torch_optimizer"
+SCHEDULERS = ("FactorScheduler", "MultiFactorScheduler", "PolyScheduler", "CosineScheduler")
+# An optimizer's settings as ``describe`` and ``read_states_file`` give them (those it has).
+SETTINGS = (
+    "lr",
+    "wd",
+    "rescale_grad",
+    "clip_gradient",
+    "momentum",
+    "beta1",
+    "beta2",
+    "epsilon",
+    "gamma1",
+    "gamma2",
+    "centered",
+    "clip_weights",
+    "multi_precision",
+    "begin_num_update",
+    "num_update",
+)
+
+
+def kind_of(opt):
+    """``opt``'s update rule: 'sgd', 'nag', 'adam' or 'rmsprop' (exactly MXNet's classes)."""
+    mx = _mx()
+    # The most derived first: MXNet's NAG subclasses SGD in some releases.
+    for kind, cls in (
+        ("nag", mx.optimizer.NAG),
+        ("sgd", mx.optimizer.SGD),
+        ("adam", mx.optimizer.Adam),
+        ("rmsprop", mx.optimizer.RMSProp),
+    ):
+        if type(opt) is cls:
+            return kind
+    raise _fail(
+        WHERE,
+        "%s is not supported (MXNet's SGD, NAG, Adam and RMSProp are)" % type(opt).__name__,
+        NotImplementedError,
+    )
+
+
+def _scheduler(sched):
+    """MXNet's scheduler as its attributes (``{"class": name, ...}``: its position included),
+    or, for one of the user's own classes, a copy of the object (usable in this process)."""
+    if sched is None:
+        return None
+    cls = type(sched)
+    if cls.__name__ in SCHEDULERS and cls.__module__.startswith("mxnet"):
+        return dict(copy.deepcopy(vars(sched)), **{"class": cls.__name__})
+    return copy.deepcopy(sched)
+
+
+def describe(opt):
+    """An MXNet optimizer's kind, settings, update counts and scheduler as plain values."""
+    found = {"kind": kind_of(opt)}
+    for name in SETTINGS:
+        if hasattr(opt, name):
+            found[name] = getattr(opt, name)
+    found["update_counts"] = dict(getattr(opt, "_index_update_count", None) or {})
+    found["idx2name"] = dict(getattr(opt, "idx2name", None) or {})
+    found["lr_scheduler"] = _scheduler(opt.lr_scheduler)
+    return found
+
+
+def _arrays(state):
+    """One index's state as a tuple of numpy arrays (``()`` for none)."""
+    if state is None:
+        return ()
+    if isinstance(state, (tuple, list)):
+        return tuple(a for s in state for a in _arrays(s))
+    return (state.asnumpy(),)
+
+
+def live_states(source):
+    """The states a Trainer's or a Module's updater holds now: ``{index: tuple of numpy
+    arrays}`` (empty before the first update, and for a bare optimizer)."""
+    mx = _mx()
+    if isinstance(source, mx.gluon.Trainer):
+        if not getattr(source, "_kv_initialized", False):
+            return {}
+        on_kvstore = source._update_on_kvstore
+        updater = source._kvstore._updater if on_kvstore else (source._updaters or [None])[0]
+    elif isinstance(source, mx.mod.BaseModule):
+        on_kvstore = getattr(source, "_update_on_kvstore", False)
+        updater = source._kvstore._updater if on_kvstore else getattr(source, "_updater", None)
+    else:
+        return {}
+    if updater is None:
+        if on_kvstore:
+            raise _fail(
+                WHERE,
+                "the optimizer's states are on the kvstore's servers: save them there "
+                "(save_optimizer_states) and pass states=FILE",
+            )
+        return {}
+    return {index: _arrays(state) for index, state in updater.states.items()}
+
+
+def read_states_file(path):
+    """``(states, found)`` from a file ``Module.save_optimizer_states`` or
+    ``Trainer.save_states`` wrote: ``states`` maps each index to a tuple of numpy arrays;
+    ``found`` holds what ``describe`` gives when the file holds the optimizer too (its kind,
+    settings, ``update_counts``, ``idx2name``, ``lr_scheduler``), else nothing.  Read with
+    MXNet for now (the file is a pickle: read only a file you trust, as MXNet's loading)."""
+    mx = _mx()
+    try:
+        with open(path, "rb") as f:
+            loaded = pickle.loads(f.read())
+    except OSError as exc:
+        raise _fail(WHERE, "cannot read the states file %s: %s" % (path, exc)) from None
+    except Exception as exc:
+        raise _fail(
+            WHERE, "%s is not an optimizer states file MXNet wrote (%s)" % (path, exc)
+        ) from None
+    # The Updater's own test (set_states): a pair is (states, optimizer).
+    if isinstance(loaded, tuple) and len(loaded) == 2:
+        states, opt = loaded
+    else:
+        states, opt = loaded, None
+    if not isinstance(states, dict) or (
+        opt is not None and not isinstance(opt, mx.optimizer.Optimizer)
+    ):
+        raise _fail(WHERE, "%s is not an optimizer states file MXNet wrote" % path)
+    found = describe(opt) if opt is not None else {}
+    return {index: _arrays(state) for index, state in states.items()}, found
+
+
+def index_names(source, opt):
+    """``{index: MXNet parameter name}`` for the updater of ``source`` (a Trainer: positions
+    in its parameter list; otherwise the optimizer's ``idx2name``, a Module's repeated per
+    context: the lowest index wins; a name as index stands for itself)."""
+    mx = _mx()
+    if isinstance(source, mx.gluon.Trainer):
+        return {i: p.name for i, p in enumerate(source._params)}
+    names = {}
+    for index, param in (getattr(opt, "param_dict", None) or {}).items():
+        names[index] = param.name
+    for index in sorted(getattr(opt, "idx2name", None) or {}):
+        if opt.idx2name[index] not in names.values():
+            names[index] = opt.idx2name[index]
+    return names
