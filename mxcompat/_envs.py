@@ -48,10 +48,16 @@ def find_uv(required=True):
     return None
 
 
+def pyenv_root():
+    """pyenv's folder (``PYENV_ROOT``, else ``~/.pyenv``), whether or not it exists."""
+    return os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+
+
 def search_path():
     """PATH for finding interpreters: pyenv's version folders first and its shims out (uv
-    cannot use the shims: they fail for a version that is not pyenv's global one)."""
-    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    cannot use the shims: they fail for a version that is not pyenv's global one).  The one
+    place that does this: ``.ci/run`` and ``.ci/newroot`` ask it (``python -m mxcompat._envs``)."""
+    root = pyenv_root()
     shims = os.path.join(root, "shims")
     dirs = []
     versions = os.path.join(root, "versions")
@@ -245,3 +251,16 @@ def cached(root, name, python_version, steps, log=None, after=None, download=Fal
 def safe_name(text):
     """``text`` as a folder name."""
     return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text)
+
+
+if __name__ == "__main__":
+    # For the CI scripts, which run before any env exists: `path` prints search_path(),
+    # `pyenv-root` pyenv's folder when there is one.
+    import sys
+
+    if sys.argv[1:] == ["path"]:
+        print(search_path())
+    elif sys.argv[1:] == ["pyenv-root"] and os.path.isdir(pyenv_root()):
+        print(pyenv_root())
+    elif sys.argv[1:] != ["pyenv-root"]:
+        sys.exit("usage: python -m mxcompat._envs path|pyenv-root")
