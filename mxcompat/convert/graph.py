@@ -9,12 +9,7 @@ import json
 import re
 
 from ._common import _fail, _mx, _names
-
-# Loss heads that need a label, and what they compute at inference (Module.predict).
-_SOFTMAX_HEADS = ("SoftmaxOutput", "Softmax")  # "Softmax" is the pre-1.0 name, still in JSON
-_SIGMOID_HEADS = ("LogisticRegressionOutput",)
-_IDENTITY_HEADS = ("LinearRegressionOutput", "MAERegressionOutput", "SVMOutput")
-_LOSS_HEADS = _SOFTMAX_HEADS + _SIGMOID_HEADS + _IDENTITY_HEADS
+from .shared import IDENTITY_HEADS, LOSS_HEADS, SIGMOID_HEADS, node_attrs
 
 # to_module(loss=...): the head added so the module can fit.
 _LOSSES = {
@@ -49,11 +44,11 @@ def _softmax_output_flattens():
 def _head_symbol(op, attrs, data, name):
     """What loss head ``op`` computes at inference, on symbol ``data``; ``name`` kept."""
     mx = _mx()
-    if op in _IDENTITY_HEADS:
+    if op in IDENTITY_HEADS:
         # Their forward is the identity; a named copy keeps output names unique (1.3's
         # SymbolBlock looks its outputs up by name).
         return mx.sym.identity(data, name=name)
-    if op in _SIGMOID_HEADS:
+    if op in SIGMOID_HEADS:
         return mx.sym.sigmoid(data, name=name)
     if _truthy(attrs.get("multi_output", False)):
         return mx.sym.softmax(data, axis=1, name=name)
@@ -68,7 +63,7 @@ def _head_symbol(op, attrs, data, name):
 
 _HEAD_RE = re.compile(
     r'"op":\s*"(%s)",\s*"name":\s*"([^"\\]*)"(?:,\s*"attrs?":\s*(\{[^{}]*\}))?'
-    % "|".join(_LOSS_HEADS)
+    % "|".join(LOSS_HEADS)
 )
 
 
@@ -110,7 +105,7 @@ def _rewrite_graph(symbol, text):
     mx = _mx()
     graph = json.loads(text)
     nodes = graph["nodes"]
-    if not any(node["op"] in _LOSS_HEADS for node in nodes):
+    if not any(node["op"] in LOSS_HEADS for node in nodes):
         return symbol
     out_nodes = []
     target = {}  # old node index -> new node index, or a new entry (identity heads)
@@ -127,17 +122,17 @@ def _rewrite_graph(symbol, text):
 
     for i, node in enumerate(nodes):
         op = node["op"]
-        if op not in _LOSS_HEADS:
+        if op not in LOSS_HEADS:
             node = dict(node)
             node["inputs"] = [entry(e) for e in node["inputs"]]
             target[i] = emit(node)
             continue
         data = entry(node["inputs"][0])
-        attrs = node.get("attrs") or node.get("attr") or node.get("param") or {}
+        attrs = node_attrs(node)
         name = node["name"]
-        if op in _IDENTITY_HEADS:
+        if op in IDENTITY_HEADS:
             target[i] = emit({"op": "_copy", "name": name, "inputs": [data]})
-        elif op in _SIGMOID_HEADS:
+        elif op in SIGMOID_HEADS:
             target[i] = emit({"op": "sigmoid", "name": name, "inputs": [data]})
         elif _truthy(attrs.get("multi_output", False)):
             target[i] = emit(

@@ -7,8 +7,10 @@ import json
 import sys
 
 from .._core import facts
-from ..convert._common import _check_flag, _check_shape, _fail, _infer_shapes, _mx, _names
+from ..convert._common import _check_flag, _fail, _infer_shapes, _mx
 from ..convert.model import model_graph
+from ..convert.shared import known_shapes as _known_shapes  # torch/convert.py imports it here
+from ..convert.shared import shape_list as _shape_list  # torch/convert.py imports it here
 from .mxnet_exporter import (
     _converters,
     _exporting,
@@ -33,68 +35,6 @@ if TYPE_CHECKING:
     # One input's shape, a list or tuple of ints; one per input in the model's order.
     Shape = Union[List[int], Tuple[int, ...]]
     Shapes = Sequence[Shape]
-
-
-def _shape_list(input_shapes, inputs, known, where="to_onnx"):
-    """One shape per name of ``inputs``, from a dict, a list (in order) or one tuple
-    (``where``: the public function whose error it is; to_torch shares it)."""
-    if input_shapes is None:
-        if all(n in known for n in inputs):
-            return [tuple(known[n]) for n in inputs]
-        raise _fail(
-            where,
-            "input_shapes is needed for %s (e.g. input_shapes=[(1, 3, 224, "
-            "224)] or {'data': (1, 3, 224, 224)}); only a bound Module knows its own"
-            % _names(inputs),
-        )
-    if isinstance(input_shapes, dict):
-        missing = [n for n in inputs if n not in input_shapes]
-        extra = [n for n in input_shapes if n not in inputs]
-        if missing or extra:
-            raise _fail(
-                where,
-                "input_shapes names %s, the model's inputs are %s"
-                % (_names(input_shapes), _names(inputs)),
-            )
-        return [_check_shape(input_shapes[n], "input_shapes[%r]" % n, where) for n in inputs]
-    if isinstance(input_shapes, (str, bytes)) or not isinstance(input_shapes, (list, tuple)):
-        raise _fail(
-            where,
-            "input_shapes is a list of shapes, a dict of them by input name "
-            "or one shape, e.g. [(1, 3, 224, 224)], not %r" % (input_shapes,),
-            TypeError,
-        )
-    shapes = list(input_shapes)
-    if shapes and all(isinstance(s, int) for s in shapes):
-        shapes = [shapes]
-
-    def shape_of(s):
-        if getattr(s, "shape", None) is not None:
-            return s.shape
-        if isinstance(s, (list, tuple)) and len(s) == 2 and isinstance(s[0], str):
-            return s[1]  # a (name, shape) pair, as in data_shapes
-        return s
-
-    shapes = [
-        _check_shape(shape_of(s), "input_shapes[%d]" % i, where) for i, s in enumerate(shapes)
-    ]
-    if len(shapes) != len(inputs):
-        raise _fail(
-            where,
-            "%d input shape(s) given, the model has %d input(s): %s"
-            % (len(shapes), len(inputs), _names(inputs)),
-        )
-    return shapes
-
-
-def _known_shapes(model):
-    """The input shapes a bound Module knows: ``{name: shape}``."""
-    if not isinstance(model, _mx().mod.Module) or not model.binded:
-        return {}
-    return {
-        d.name if hasattr(d, "name") else d[0]: d.shape if hasattr(d, "shape") else d[1]
-        for d in model.data_shapes
-    }
 
 
 def _unconvertible(symbol, converters):
@@ -219,7 +159,7 @@ def to_onnx(
     mx = _mx()
     symbol, arg_params, aux_params, inputs = model_graph(model, "to_onnx")
     params = {**arg_params, **aux_params}
-    shapes = _shape_list(input_shapes, inputs, _known_shapes(model))
+    shapes = _shape_list(input_shapes, inputs, _known_shapes(model), "to_onnx")
     # MXNet's exporter infers shapes itself and fails inside (a TypeError on a None shape).
     _infer_shapes(symbol, dict(zip(inputs, shapes)), "input shape(s)", "to_onnx")
     low, high = _opsets()

@@ -50,19 +50,15 @@ import json
 from .._core.log import warn_once
 from .._core.registry import Patch, Target, patched, record, register
 from .._core.util import bind_arguments, symbol_arguments, unpack_sym_gen
+from ..convert.shared import LOSS_HEADS, node_attrs
 
 PATCH = "labels"
 
-# Operators whose input 1 is a label (the names MXNet 1.3.1 ... 1.9.1 register; "Softmax" is
-# the deprecated pre-1.0 operator, which 1.3.1 still writes into JSON as such).
+# Operators whose input 1 is a label: the loss heads, and the other names MXNet 1.3.1 ... 1.9.1
+# register for one.
 _LABEL_AT_1 = frozenset(
-    (
-        "SoftmaxOutput",
-        "Softmax",
-        "LinearRegressionOutput",
-        "LogisticRegressionOutput",
-        "MAERegressionOutput",
-        "SVMOutput",
+    LOSS_HEADS
+    + (
         "_sparse_LinearRegressionOutput",
         "_sparse_LogisticRegressionOutput",
         "_sparse_MAERegressionOutput",
@@ -107,7 +103,7 @@ def label_inputs(symbol, inputs=(), arguments=None):
     if any('"%s"' % op in text for op in _LABEL_OPS):
         nodes = json.loads(text)["nodes"]
         for node in nodes:
-            attrs = node.get("attrs") or node.get("attr") or node.get("param") or {}
+            attrs = node_attrs(node)
             for pos in label_positions(node.get("op"), attrs):
                 if pos < len(node["inputs"]):
                     source = nodes[node["inputs"][pos][0]]
