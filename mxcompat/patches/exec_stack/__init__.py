@@ -48,9 +48,9 @@ import os
 import sys
 
 from ..._core import facts, hooks, settings
-from ..._core.log import logger, warn_once
+from ..._core.log import logger, step_aside
 from ..._core.registry import Patch, record, register
-from . import elf
+from ..._core import elf
 
 PATCH = "exec_stack"
 
@@ -130,21 +130,16 @@ def loadable(path):
 
     try:
         copy = copies.cleared_copy(path, __version__)
-    except OSError as exc:
-        logger.debug("no copy of %s", path, exc_info=True)
-        warn_once(
+    except OSError:
+        step_aside(
             ("exec-stack-copy", path),
-            "%s asks for an executable stack, which glibc %s refuses; mxcompat could not "
-            "make a copy without that flag in %s (%s: %s), so MXNet will fail to load it. "
-            "Set %s to a folder you can write to."
-            % (
-                path,
-                ".".join(map(str, glibc_version() or ())),
-                copies.cache_root(),
-                type(exc).__name__,
-                exc,
-                settings.LIB_CACHE,
-            ),
+            "{path} asks for an executable stack, which glibc {glibc} refuses; mxcompat could "
+            "not make a copy without that flag in {folder} ({error}), so MXNet will fail to "
+            "load it. Set {variable} to a folder you can write to.",
+            path=path,
+            glibc=".".join(map(str, glibc_version() or ())),
+            folder=copies.cache_root(),
+            variable=settings.LIB_CACHE,
         )
         return path
     logger.debug("%s asks for an executable stack: MXNet loads %s", path, copy)
