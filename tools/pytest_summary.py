@@ -2,9 +2,9 @@
 
 The one reader of that line (``.ci/run``'s report, the benchmarks' MXNet-suite timing).  As a
 program it reads the ``--result-json`` files of ``tox run-parallel`` and prints one line per env
-(its exit status, setup and command time, its pytest summary), for a failed env what failed and
-the end of its output, and last ``total: N passed, N failed, N skipped``; the exit status says
-whether every env succeeded.
+(its exit status, wall, setup and command time, its pytest summary; or why it was skipped), for
+a failed env what failed and the end of its output, and last ``total: N passed, N failed, N
+skipped``; the exit status says whether every env succeeded.
 
     python -m tools.pytest_summary .ci/logs/host.json .ci/logs/root.json
 """
@@ -58,15 +58,23 @@ def _env_report(name, env):
     runs = env.get("test", [])
     output = "".join(r.get("output", "") + r.get("err", "") for r in runs)
     setup = sum(r.get("elapsed", 0) for r in env.get("setup", []))
+    commands = sum(r.get("elapsed", 0) for r in runs)
+    if result.get("skipped"):
+        # tox --skip-missing-interpreters (.ci/run outside CI): say what was missing.
+        why = [r.get("err", "").strip() for r in env.get("setup", []) if r.get("err")]
+        why = why[-1].splitlines()[0] if why and why[-1] else "its interpreter is missing"
+        return ["%-34s skipped: %s" % (name, why)], totals(None), True
     line = summary(output)
     ok = bool(result.get("success"))
     lines = [
-        "%-34s rc=%-3s setup %4.0f s, commands %5.0f s  %s"
+        # The wall time first: the figure a CI-time regression shows in.
+        "%-34s rc=%-3s wall %4.0f s (setup %4.0f s, commands %4.0f s)  %s"
         % (
             name,
             result.get("exit_code", "?"),
+            result.get("duration", setup + commands),
             setup,
-            sum(r.get("elapsed", 0) for r in runs),
+            commands,
             line or "no pytest summary",
         )
     ]
