@@ -9,7 +9,7 @@ import os
 import re
 from collections import namedtuple
 
-from mxcompat._core import versions
+from mxcompat._core import facts, versions
 
 MXNET_EXTRAS = versions.MXNET_EXTRAS
 
@@ -318,15 +318,11 @@ Release = namedtuple(
 )
 
 
-def _tag(wheel_version):
-    return re.sub(r"\.post\d+$", "", wheel_version)
-
-
 def _release(row):
-    tag = _tag(row.mxnet)
+    tag = facts.release(row.mxnet)
     if tag == "1.9.1":
         return Release(tag, row, row.python, PYTEST_TOOLS, PYTEST_TOOLS, QUICK_191, SCIENCE)
-    python = min(row.python, NOSE_PYTHON, key=lambda v: tuple(int(p) for p in v.split(".")))
+    python = min(row.python, NOSE_PYTHON, key=facts.parse_version)
     return Release(
         tag,
         row,
@@ -343,7 +339,7 @@ RELEASES = tuple(
     _release(row)
     for row in sorted(
         (c for c in versions.COMBINATIONS if re.match(r"mx\d+$", c.name)),
-        key=lambda c: tuple(int(p) for p in _tag(c.mxnet).split(".")),
+        key=lambda c: facts.parse_version(c.mxnet),
     )
 )
 
