@@ -101,6 +101,11 @@ BATCHNORM_STATS_MOVE_IN_BACKWARD = (1, 3)
 # oneDNN or not, mxcompat imported or not); after mx.nd.waitall() every read agrees.  Read so,
 # the same training seems to leave a statistic at 0 in one run and moved in the next.
 BATCHNORM_STATS_WRITE_UNORDERED = (1, 3)
+# gluon.Trainer given a dict of Parameters (collect_params()) indexes them in its name-sorted
+# order from 1.7 (read in 1.7.0's and 1.9.1's trainer.py; 1.6.0 not read), in the dict's own
+# order up to 1.5.1: a states file it writes (keyed by that index, naming no parameter) is
+# read so.
+TRAINER_SORTS_PARAMS = (1, 7)
 # An executor whose graph holds a temporary-space resource (FullyConnected from 1.5; relu,
 # elemwise_add, sum on every release), freed after the thread that bound it has ended, leaves
 # the engine with an operation that never runs: every later mx.nd.waitall() waits forever.

@@ -35,6 +35,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="an input's shape, to verify the module node by node (once per input, in order)",
     )
     parser.add_argument(
+        "--states",
+        metavar="FILE",
+        help="also write the optimizer, resumed from this states file (Trainer.save_states): "
+        "DIR/mxnet_optim.py and DIR/optimizer.pt, which mxnet_optim.load(model, path) reads",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="only list the operators the model uses and which the converter does not map",
@@ -82,7 +88,9 @@ def main(args: argparse.Namespace) -> int:
         from ..torch.export import write_model
 
         out = args.output or args.prefix + "-torch"
-        written, weights_note = write_model((args.prefix, args.epoch), out, args.input_shape)
+        written, weights_note = write_model(
+            (args.prefix, args.epoch), out, args.input_shape, states=args.states
+        )
     except CONVERSION_ERRORS as exc:
         sys.stderr.write("mxcompat torch: %s\n" % exc)
         return 1

@@ -1,9 +1,14 @@
 """What ``mxcompat torch`` writes: ``model.py`` (the generated class, importing
-``mxnet_ops.py``, a copy of runtime.py) and the weights, in safetensors."""
+``mxnet_ops.py``, a copy of runtime.py) and the weights, in safetensors; with ``--states``,
+the optimizer too: ``mxnet_optim.py`` (a copy of optim_rules.py: MXNet's update rules in
+torch) and ``optimizer.pt`` (``mxnet_optim.save``: its state_dict, with every setting, the
+update count and the scheduler's position), which ``mxnet_optim.load(model, path)`` resumes
+with torch alone."""
 
 import os
 
-from . import runtime
+from ..convert._common import _fail, _mx
+from . import optim_rules, runtime
 from .convert import import_torch, to_torch
 
 HEADER = '''"""Converted from MXNet by mxcompat (mxcompat torch): one line per MXNet node.
@@ -23,9 +28,76 @@ except ImportError:
 '''
 
 
-def write_model(model, directory, input_shapes=None):
+def _trainer_order(model, arrays):
+    """A Trainer's states file names no parameter: its index is the position in the
+    Trainer's list, sorted by name where a dict was given from 1.7 (facts.TRAINER_SORTS_PARAMS),
+    else ``collect_params()`` order (the graph's, for a sequential network).  The order under
+    which every state has its parameter's shape; none, or two that differ: refused."""
+    mx = _mx()
+    if not (isinstance(model, tuple) and len(model) == 2):
+        return {}
+    shapes = {k.split(":", 1)[-1]: v.shape for k, v in mx.nd.load("%s-%04d.params" % model).items()}
+    graph = [n for n in mx.sym.load("%s-symbol.json" % model[0]).list_inputs() if n in shapes]
+    fits = []
+    for order in (sorted(shapes), graph):
+        names = dict(enumerate(order))
+        if (
+            all(
+                i in names and all(a.shape == shapes[names[i]] for a in state)
+                for i, state in arrays.items()
+            )
+            and names not in fits
+        ):
+            fits.append(names)
+    if len(fits) != 1:
+        raise _fail(
+            "mxcompat torch",
+            "cannot tell which parameter each state in the states file belongs to (a "
+            "Trainer's file names none): convert in Python, with "
+            "to_torch_optimizer(trainer, model, batch_size=..., states=...)",
+        )
+    return fits[0]
+
+
+def _optimizer(module, model, states):
+    """The MXNet optimizer a states file describes, its indices named, for ``module``.
+
+    The file must hold the optimizer (``Trainer.save_states`` always does): a Module's
+    ``save_optimizer_states`` writes the states alone, without the settings to rebuild it."""
+    from .optim_state import read_states_file
+
+    arrays, found = read_states_file(states)
+    if not found:
+        raise _fail(
+            "mxcompat torch",
+            "%s holds the optimizer's states only, not its settings (Module."
+            "save_optimizer_states writes them so): convert in Python, with "
+            "to_torch_optimizer(module, model, states=...)" % states,
+        )
+    mx = _mx()
+    opt = mx.optimizer.create(found["kind"])
+    opt.idx2name = dict(found.get("idx2name") or {}) or _trainer_order(model, arrays)
+    opt.lr_mult, opt.wd_mult = dict(found.get("lr_mult") or {}), dict(found.get("wd_mult") or {})
+    return opt
+
+
+def write_optimizer(module, model, states, directory):
+    """Write DIR/mxnet_optim.py and DIR/optimizer.pt: the optimizer ``states`` (a states
+    file holding the optimizer) resumes, over ``module`` converted from ``model``."""
+    from .optim import to_torch_optimizer
+
+    opt = to_torch_optimizer(_optimizer(module, model, states), module, states=states)
+    paths = [os.path.join(directory, n) for n in ("mxnet_optim.py", "optimizer.pt")]
+    with open(optim_rules.__file__) as src, open(paths[0], "w") as f:
+        f.write(src.read())
+    optim_rules.save(opt, paths[1])
+    return paths
+
+
+def write_model(model, directory, input_shapes=None, states=None):
     """Convert ``model`` (what to_torch takes) and write DIR/model.py, DIR/mxnet_ops.py and
-    the weights; ([paths written], a note on the weights' format)."""
+    the weights, and with ``states`` (a states file) the optimizer (``write_optimizer``);
+    ([paths written], a note on the weights' format)."""
     torch = import_torch("mxcompat torch")
     module = to_torch(model, input_shapes, verify=input_shapes is not None)
     os.makedirs(directory, exist_ok=True)
@@ -46,4 +118,6 @@ def write_model(model, directory, input_shapes=None):
         path = os.path.join(directory, "weights.safetensors")
         save_file(state, path)
         note = ""
+    if states is not None:
+        paths += write_optimizer(module, model, states, directory)
     return paths + [path], note

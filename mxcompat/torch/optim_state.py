@@ -85,6 +85,8 @@ def describe(opt):
             found[name] = getattr(opt, name)
     found["update_counts"] = dict(getattr(opt, "_index_update_count", None) or {})
     found["idx2name"] = dict(getattr(opt, "idx2name", None) or {})
+    found["lr_mult"] = dict(getattr(opt, "lr_mult", None) or {})
+    found["wd_mult"] = dict(getattr(opt, "wd_mult", None) or {})
     found["lr_scheduler"] = _scheduler(opt.lr_scheduler)
     return found
 
