@@ -4,7 +4,10 @@ as a ``torch.optim.Optimizer``).  torch is imported at the first call only.
 
 Layout: ``codegen`` (the symbol graph as source; no torch), ``runtime`` (MXNet's operators in
 torch, what the generated code calls), ``convert`` (``to_torch``), ``verify`` (node by node
-against MXNet), ``optim`` (``to_torch_optimizer``)."""
+against MXNet), ``optim`` (``to_torch_optimizer``), ``optim_rules`` (MXNet's update rules and
+schedulers in torch only, copied beside model.py as ``mxnet_optim.py``), ``optim_state`` (the
+optimizer's states read from a Trainer, a Module or a states file), ``export`` (the files
+``mxcompat torch`` writes)."""
 
 from .convert import to_torch
 from .optim import to_torch_optimizer
