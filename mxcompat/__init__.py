@@ -24,7 +24,7 @@ from ._core import settings as _settings
 if __doc__ is None:
     __doc__ = "PYTEST_DONT_REWRITE"
 
-__version__ = "0.1.0"
+from ._core.about import VERSION as __version__
 
 __all__ = [
     "MXCompatWarning",

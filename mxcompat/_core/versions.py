@@ -19,6 +19,7 @@ from collections import namedtuple
 from packaging.version import Version
 
 from . import facts
+from .about import VERSION
 
 # What every MXNet wheel requires besides NumPy: installed by hand next to a --no-deps MXNet.
 MXNET_EXTRAS = ("requests<3", "graphviz==0.8.4")
@@ -145,9 +146,7 @@ def running(installed=False):
     """The versions of this process's stack: ``{"mxcompat", "mxnet", "python", "numpy",
     "wrapt"}``, each the imported module's ``__version__`` (nothing is imported), ``None``
     where it is not imported, or with ``installed`` the installed distribution's then."""
-    from .. import __version__
-
-    found = {"mxcompat": __version__, "python": platform.python_version()}
+    found = {"mxcompat": VERSION, "python": platform.python_version()}
     for name in ("mxnet", "numpy", "wrapt"):
         found[name] = getattr(sys.modules.get(name), "__version__", None)
         if found[name] is None and installed:

@@ -37,12 +37,19 @@ def test_every_parameter_and_the_return_are_annotated(function):
 
 
 def test_import_mxcompat_loads_no_typing_module():
-    # Only the pre-import finder loads at `import mxcompat`: no typing, no __future__.
+    # Only the pre-import finder (and the one-line module of the version) loads at
+    # `import mxcompat`: no typing, no __future__.
     out = run_python(
         "import sys; before = set(sys.modules); import mxcompat; "
         "print(sorted(set(sys.modules) - before))"
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(
-        ["mxcompat", "mxcompat._core", "mxcompat._core.hooks", "mxcompat._core.settings"]
+        [
+            "mxcompat",
+            "mxcompat._core",
+            "mxcompat._core.about",
+            "mxcompat._core.hooks",
+            "mxcompat._core.settings",
+        ]
     )

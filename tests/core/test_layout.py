@@ -122,6 +122,21 @@ def test_no_import_circle():
     assert _circles(graph) == []
 
 
+def test_core_imports_nothing_above_it():
+    # CONTRIBUTING: _core is the machinery every part uses; a part above it (the package's
+    # __init__ included) may change, the core may not follow it.
+    above = {}
+    for module, path in _MODULES.items():
+        if module.startswith("mxcompat._core."):
+            outside = sorted(
+                m for m in _imports_of(path, module) if not m.startswith("mxcompat._core.")
+            )
+            if outside:
+                above[module] = outside
+    assert _imports_of(_MODULES["mxcompat._core.versions"], "mxcompat._core.versions")
+    assert above == {}
+
+
 # Modules that are data (one table each) may be longer; code is split by role before this.
 _DATA_TABLES = {"mxcompat._core.traps"}
 # One file by design: `mxcompat torch` copies it whole beside the model.py it writes, so the

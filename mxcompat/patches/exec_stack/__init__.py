@@ -47,10 +47,10 @@ import functools
 import os
 import sys
 
-from ..._core import facts, hooks, settings
+from ..._core import elf, facts, hooks, settings
+from ..._core.about import VERSION
 from ..._core.log import logger, step_aside
 from ..._core.registry import Patch, record, register
-from ..._core import elf
 
 PATCH = "exec_stack"
 
@@ -125,11 +125,10 @@ def loadable(path):
     if found != elf.EXECUTABLE:
         logger.debug("%s %s: loaded as it is", path, found)
         return path
-    from ... import __version__
     from . import copies  # hashlib, shutil, tempfile: only where a copy is needed
 
     try:
-        copy = copies.cleared_copy(path, __version__)
+        copy = copies.cleared_copy(path, VERSION)
     except OSError:
         step_aside(
             ("exec-stack-copy", path),
