@@ -98,8 +98,8 @@ def test_a_worker_that_never_returns_is_still_terminated_after_the_timeout():
     assert worker.exitcode == -signal.SIGTERM
 
 
-# The soak's length: 400 cycles (about a minute) where tox sets TEST_SOAK=1 (one env per
-# Python that the DataLoader's pool runs differently on: 3.11, 3.13, 3.14), 100 elsewhere.
+# The soak's length: 400 cycles (about a minute) where tox sets TEST_SOAK=1 (one env per start
+# method MXNet's workers meet: 3.11 fork, 3.14 forkserver), 100 elsewhere.
 CYCLES = 400 if os.environ.get("TEST_SOAK") == "1" else 100
 
 
