@@ -16,7 +16,7 @@ import re
 # What the generated module's code sees; `mxops` is mxcompat/torch/runtime.py.
 # The emitters register themselves in nodes.EMITTERS when their modules are imported.
 from . import layers, tensors  # noqa: F401
-from .nodes import EMITTERS, Node, Unsupported
+from .nodes import EMITTERS, Node, Unsupported, _bool, _tuple
 
 PRELUDE = "import torch\nimport torch.nn.functional as F\n"
 
@@ -115,10 +115,13 @@ class Program:
     the graph's inputs, label inputs last with a default of None), what each MXNet node's
     output is called (``outputs``: node name -> [expressions]) and the returned ``heads``."""
 
-    def __init__(self, inputs, labels, lines, outputs, returns, params, buffers):
+    def __init__(self, inputs, labels, lines, outputs, returns, params, buffers, record_only=()):
         self.inputs, self.labels, self.lines = inputs, labels, lines
         self.outputs, self.returns = outputs, returns
         self.params, self.buffers = params, buffers
+        # Nodes whose value the forward does not need (an RNN's parameter concatenation: the
+        # RNN takes the parameters themselves); the recording forward keeps them for verify.
+        self.record_only = set(record_only)
 
     def forward_source(self, record=False, indent="    "):
         args = ["self"] + [_py(n) for n in self.inputs] + ["%s=None" % _py(n) for n in self.labels]
@@ -127,6 +130,8 @@ class Program:
         head = "def %s(%s):" % ("_mx_record" if record else "forward", ", ".join(args))
         body = []
         for node_name, var, expr, comment in self.lines:
+            if not record and var in self.record_only:
+                continue
             if comment:
                 body.append("# %s" % comment)
             body.append("%s = %s" % (var, expr))
@@ -138,6 +143,51 @@ class Program:
 
 def _py(name):
     return re.sub(r"\W", "_", name)
+
+
+def _rnn_pieces(nodes, heads, params):
+    """{RNN node index: [its parameters' names]} where the RNN's parameter vector is a
+    ``_rnn_param_concat`` of parameters (each maybe through ``reshape(-1)``), as Gluon's RNN
+    layers build it, used by nothing else; and the indices of those in-between nodes.  The
+    RNN then takes the parameters as they are, concatenated and split by no one."""
+    users = {}
+    for node in nodes:
+        for j, _ in node["inputs"]:
+            users[j] = users.get(j, 0) + 1
+    for j, _ in heads:
+        users[j] = users.get(j, 0) + 1
+
+    def only_here(j):
+        return users.get(j) == 1
+
+    pieces, skipped = {}, set()
+    for i, node in enumerate(nodes):
+        if node["op"] != "RNN" or len(node["inputs"]) < 2:
+            continue
+        c = node["inputs"][1][0]
+        concat = nodes[c]
+        if concat["op"] != "_rnn_param_concat" or not only_here(c):
+            continue
+        if str(concat["attrs"].get("dim", "0")).strip() != "0":
+            continue
+        names, between = [], [c]
+        for j, k in concat["inputs"]:
+            source = nodes[j]
+            if source["op"] in ("Reshape", "reshape") and k == 0 and only_here(j):
+                attrs = source["attrs"]
+                flat = _tuple(attrs.get("shape")) == (-1,) and not _tuple(attrs.get("target_shape"))
+                if not flat or _bool(attrs.get("reverse")):
+                    break
+                between.append(j)
+                j, k = source["inputs"][0]
+                source = nodes[j]
+            if source["op"] != "null" or source["name"] not in params:
+                break
+            names.append(source["name"])
+        else:
+            pieces[i] = names
+            skipped.update(between)
+    return pieces, skipped
 
 
 def program(nodes, heads, params, buffers, frozen_stats=()):
@@ -153,6 +203,7 @@ def program(nodes, heads, params, buffers, frozen_stats=()):
             label_nodes.add(node["inputs"][1][0])
     lines = []
     outputs = {}
+    rnn_pieces, record_only = _rnn_pieces(nodes, heads, params)
     for i, node in enumerate(nodes):
         name = node["name"]
         if node["op"] == "null":
@@ -166,6 +217,8 @@ def program(nodes, heads, params, buffers, frozen_stats=()):
                 exprs[i] = [var]
             continue
         args = [exprs[j][k] for j, k in node["inputs"]]
+        if i in rnn_pieces:
+            args[1] = "[%s]" % ", ".join(attribute(p) for p in rnn_pieces[i])
         attrs = dict(node["attrs"])
         if node["op"] == "BatchNorm":
             attrs["__frozen_stats__"] = frozen_stats
@@ -183,7 +236,8 @@ def program(nodes, heads, params, buffers, frozen_stats=()):
             raise Unsupported("null", nodes[j]["name"], "an output")
     results = [exprs[j][k] for j, k in heads]
     returns = results[0] if len(results) == 1 else "(%s)" % ", ".join(results)
-    return Program(inputs, labels, lines, outputs, returns, params, buffers)
+    skipped = {exprs[j][0] for j in record_only}
+    return Program(inputs, labels, lines, outputs, returns, params, buffers, skipped)
 
 
 def class_source(prog, class_name, shapes, frozen, doc):
