@@ -73,26 +73,45 @@ def batch_norm(
     batch's biased variance normalises and is what the running variance moves towards;
     ``update_stats=False`` (statistics frozen in MXNet) leaves them.  MXNet moves the
     statistics in the backward of a training step, this in the training forward (as PyTorch
-    does): the same after each step."""
+    does): the same after each step.
+
+    One statistics pass: ``F.batch_norm`` (PyTorch's fused kernel, cuDNN's on a GPU) both
+    normalises and moves the statistics.  It moves the running variance towards the
+    *unbiased* variance, n/(n-1) times the biased one (n values per channel), so it is handed
+    the running variance scaled by n/(n-1) and the result is scaled back: (1-m)*v*s +
+    m*var*s, divided by s, is MXNet's (1-m)*v + m*var.  The scaled copy is a new tensor (the
+    kernel keeps it for its backward), so the buffer itself is written only after."""
     if fix_gamma:
         gamma = gamma * 0.0 + 1.0
     channels_last = axis not in (1, 1 - x.dim())
     if channels_last:
         x = x.movedim(axis, 1)
-    if training and not use_global_stats:
+    if training and not use_global_stats and update_stats:
+        n = x.numel() // x.shape[1] if x.shape[1] else 0
+        # n == 1: F.batch_norm refuses one value per channel in training, as before.
+        scale = n / (n - 1) if n > 1 else 1.0
+        with torch.no_grad():
+            var = moving_var * scale
+        out = F.batch_norm(x, moving_mean, var, gamma, beta, True, 1.0 - _float32(momentum), eps)
+        with torch.no_grad():
+            torch.div(var, scale, out=moving_var)
+    elif training and not use_global_stats:
         out = F.batch_norm(x, None, None, gamma, beta, True, 0.0, eps)
-        if update_stats:
-            # MXNet's momentum is a float32 parameter: 1 - 0.9 weighs the batch as 0.1000000238.
-            momentum = struct.unpack("f", struct.pack("f", momentum))[0]
-            with torch.no_grad():
-                dims = [d for d in range(x.dim()) if d != 1]
-                mean = x.mean(dims)
-                var = (x - mean.reshape([1, -1] + [1] * (x.dim() - 2))).square().mean(dims)
-                moving_mean.mul_(momentum).add_(mean * (1.0 - momentum))
-                moving_var.mul_(momentum).add_(var * (1.0 - momentum))
     else:
         out = F.batch_norm(x, moving_mean, moving_var, gamma, beta, False, 0.0, eps)
     return out.movedim(1, axis) if channels_last else out
+
+
+# MXNet's momentum is a float32 parameter: 1 - 0.9 weighs the batch as 0.1000000238.  Rounded
+# once per value, not per call.
+_FLOAT32 = {}
+
+
+def _float32(value):
+    rounded = _FLOAT32.get(value)
+    if rounded is None:
+        rounded = _FLOAT32[value] = struct.unpack("f", struct.pack("f", value))[0]
+    return rounded
 
 
 def layer_norm(x, gamma, beta, axis, eps):
