@@ -21,9 +21,11 @@ def statistics_armed():
 
 
 def _on_registry_change():
-    # At once, not at a Module's next forward: armed or not, that forward must know whether
-    # its Module waits for a rebind.  After trainer's listener (imported above, so listed
-    # first), whose give-backs freeze_armed reads.
+    # The one listener of the freeze wrappers, its steps in order: the Trainer's gradients
+    # given back first (freeze_armed reads them), then the Modules' rebind looked at (at once,
+    # not at a Module's next forward: armed or not, that forward must know whether its Module
+    # waits for a rebind), then both patches re-armed.
+    trainer.on_registry_change()
     binding.look()
     patches.rearm("freeze", "frozen_statistics")
 

@@ -151,7 +151,8 @@ class _State:
         self.patterns = ()
         self.version = 0
         # Called (no arguments, outside the lock) after every change: what must follow a
-        # change at once rather than at the next update (trainer.py gives gradients back).
+        # change at once rather than at the next update (hot_path.py: the Trainer's gradients
+        # given back, the Modules' rebind, the wrappers re-armed, in that order).
         self.listeners = []
 
 

@@ -112,8 +112,10 @@ def _give_back(param):
         _thawed[param] = True
 
 
-def _on_registry_change():
-    # At once, not at the next step: the next backward must compute what is thawed.
+def on_registry_change():
+    """Called by ``hot_path`` after every registry change, before it re-arms (``freeze_armed``
+    reads the gradients given back here): at once, not at the next step, as the next
+    backward must compute what is thawed."""
     _held.clear()  # re-decided at the next step: the change may have frozen their bias
     if not _skipped:
         return
@@ -122,9 +124,6 @@ def _on_registry_change():
     for param, keep in zip(params, skip):
         if not keep:
             _give_back(param)
-
-
-registry.state.listeners.append(_on_registry_change)
 
 
 def _stale(param):
