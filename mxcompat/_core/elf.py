@@ -1,5 +1,8 @@
-"""The one ELF field this patch reads and writes: the flags of the ``PT_GNU_STACK`` program
-header, which say whether a library asks for an executable stack.
+"""mxcompat's one ELF reader.  What it reads: the flags of the ``PT_GNU_STACK`` program header,
+which say whether a library asks for an executable stack (the one field it also writes, for the
+``exec_stack`` patch); and, through the section headers, a library's ``DT_NEEDED`` and
+``DT_RUNPATH``/``DT_RPATH`` entries, the symbols it imports, and where a named section lies
+(``.nv_fatbin``, read by ``mxcompat/cuda/fatbin.py``).
 
 Written for mxcompat (no ``patchelf``/``execstack`` process, no dependency): the ELF header
 gives where the program headers are (``e_phoff``), how big each is (``e_phentsize``) and how
@@ -85,3 +88,126 @@ def clear_executable(path):
             f.seek(offset)
             f.write(struct.pack(order + "I", flags & ~PF_X))
     return outcome
+
+
+# The section headers: e_ident[EI_CLASS] -> (offset and format of e_shoff; offset of
+# e_shentsize, e_shnum, e_shstrndx; one section header's fields as read below; a dynamic entry;
+# a symbol's (name, section index) and its size).
+_SECTIONS = {
+    1: (32, "I", 46, "IIIIIIIIII", "iI", (0, "I", 14, "H"), 16),
+    2: (40, "Q", 58, "IIQQQQIIQQ", "qQ", (0, "I", 6, "H"), 24),
+}
+DT_NEEDED, DT_RPATH, DT_RUNPATH = 1, 15, 29
+SHT_DYNAMIC, SHT_DYNSYM = 6, 11
+
+
+class Section:
+    __slots__ = ("name", "type", "offset", "size", "link")
+
+    def __init__(self, name, type, offset, size, link):
+        self.name, self.type, self.offset, self.size, self.link = name, type, offset, size, link
+
+
+def _read_exact(f, offset, size):
+    f.seek(offset)
+    data = f.read(size)
+    if len(data) != size:
+        raise ValueError("truncated ELF file")
+    return data
+
+
+def sections(f):
+    """The sections of the open ELF file ``f`` in their order, and the byte order and class:
+    ``([Section], "<" or ">", 1 or 2)``.  ``ValueError`` where ``f`` is no ELF file read here."""
+    f.seek(0)
+    ident = f.read(64)
+    if len(ident) < 52 or ident[:4] != b"\x7fELF":
+        raise ValueError("not an ELF file")
+    kind = _SECTIONS.get(ident[4])
+    order = _BYTE_ORDERS.get(ident[5])
+    if kind is None or order is None:
+        raise ValueError("an ELF class or byte order mxcompat does not read")
+    shoff_at, shoff_format, counts_at, header_format = kind[:4]
+    (shoff,) = struct.unpack_from(order + shoff_format, ident, shoff_at)
+    entsize, count, names_index = struct.unpack_from(order + "HHH", ident, counts_at)
+    header = struct.Struct(order + header_format)
+    if not count or entsize < header.size or names_index >= count:
+        raise ValueError("no section headers mxcompat reads")
+    table = _read_exact(f, shoff, entsize * count)
+    rows = [header.unpack_from(table, i * entsize) for i in range(count)]
+    names = rows[names_index]
+    names_data = _read_exact(f, names[4], names[5])
+    found = []
+    for row in rows:
+        end = names_data.find(b"\0", row[0])
+        name = names_data[row[0] : end if end >= 0 else None].decode("latin-1")
+        found.append(Section(name, row[1], row[4], row[5], row[6]))
+    return found, order, ident[4]
+
+
+def section(path, name):
+    """``(offset, size)`` of section ``name`` in the file at ``path``, or ``None``."""
+    with open(path, "rb") as f:
+        for s in sections(f)[0]:
+            if s.name == name:
+                return s.offset, s.size
+    return None
+
+
+def _string(table, at):
+    end = table.find(b"\0", at)
+    return table[at : end if end >= 0 else None].decode("latin-1")
+
+
+def _string_at(f, strings, at):
+    # One name of a string table without reading the table (libmxnet.so's .dynstr is 27 MB).
+    if at >= strings.size:
+        raise ValueError("a string outside its table")
+    f.seek(strings.offset + at)
+    data = f.read(min(4096, strings.size - at))
+    end = data.find(b"\0")
+    return data[: end if end >= 0 else None].decode("latin-1")
+
+
+def dynamic(path):
+    """The dynamic entries of the library at ``path`` that name something: ``{"needed": [...],
+    "runpath": [...]}``, the ``DT_NEEDED`` sonames in order and the folders of ``DT_RUNPATH``
+    (or of ``DT_RPATH`` where it has no ``DT_RUNPATH``), unexpanded (``$ORIGIN`` as written)."""
+    with open(path, "rb") as f:
+        found, order, kind = sections(f)
+        entry = struct.Struct(order + _SECTIONS[kind][4])
+        needed, runpath, rpath = [], [], []
+        for s in found:
+            if s.type != SHT_DYNAMIC or s.link >= len(found):
+                continue
+            strings = found[s.link]
+            data = _read_exact(f, s.offset, s.size - s.size % entry.size)
+            for tag, value in entry.iter_unpack(data):
+                if tag == DT_NEEDED:
+                    needed.append(_string_at(f, strings, value))
+                elif tag in (DT_RUNPATH, DT_RPATH):
+                    folders = [p for p in _string_at(f, strings, value).split(":") if p]
+                    (runpath if tag == DT_RUNPATH else rpath).extend(folders)
+    return {"needed": needed, "runpath": runpath or rpath}
+
+
+def imported_symbols(path):
+    """The names of the dynamic symbols the library at ``path`` imports (undefined in it), in
+    the order of its ``.dynsym``."""
+    with open(path, "rb") as f:
+        found, order, kind = sections(f)
+        name_at, name_format, index_at, index_format = _SECTIONS[kind][5]
+        size = _SECTIONS[kind][6]
+        names = []
+        for s in found:
+            if s.type != SHT_DYNSYM or s.link >= len(found):
+                continue
+            strings = found[s.link]
+            table = _read_exact(f, strings.offset, strings.size)
+            data = _read_exact(f, s.offset, s.size - s.size % size)
+            for at in range(0, len(data), size):
+                (name,) = struct.unpack_from(order + name_format, data, at + name_at)
+                (index,) = struct.unpack_from(order + index_format, data, at + index_at)
+                if index == 0 and name:
+                    names.append(_string(table, name))
+    return names

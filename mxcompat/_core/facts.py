@@ -213,6 +213,39 @@ GLIBC_DLOPEN_REFUSES_EXECSTACK = (2, 41)
 # [stack] is rwx in /proc/self/maps).
 GLIBC_EXECSTACK_TUNABLE_ALLOWS = (2, 42)
 
+# --- CUDA wheels and GPUs (mxcompat/cuda/) --------------------------------------------------
+
+# The GPU architectures the CUDA wheels' libmxnet.so carries machine code for, read from its
+# .nv_fatbin by mxcompat/cuda/fatbin.py and by cuobjdump --list-elf (the same list, 197
+# cubins each), no PTX (cuobjdump --list-ptx: none): mxnet-cu117 1.9.1; the issue that asked
+# for this read the same from mxnet-cu112 1.9.1, as its build config's MXNET_CUDA_ARCH says
+# ("5.0;6.0;7.0;8.0;8.6").  Machine code for sm_XY runs on a GPU of the same major X and a
+# minor >= Y (sm_86 on sm_89); a newer major (Hopper sm_90, Blackwell sm_100/sm_120) needs PTX.
+GPU_WHEEL_ARCHS = {"1.9.1": ((5, 0), (6, 0), (7, 0), (8, 0), (8, 6))}
+# The MXNet releases with CUDA 11 wheels (mxnet-cu11X), the only CUDA whose libraries NVIDIA
+# publishes as pip packages (nvidia-*-cu11); 1.7 and older stop at cu102.
+CUDA11_WHEELS = {
+    "1.9.1": ("cu110", "cu111", "cu112", "cu113", "cu114", "cu115", "cu116", "cu117"),
+    "1.9.0": ("cu110", "cu112"),
+    "1.8.0.post0": ("cu110", "cu112"),
+    "1.8.0": ("cu110",),
+}
+# MXNet's pointwise fusion compiles with the NVRTC it loads for --gpu-architecture=compute_XY
+# of the device; NVRTC knows an architecture from the CUDA release that introduced it (CUDA
+# 11.0 sm_80, 11.1 sm_86, 11.4 sm_87, 11.8 sm_89 and sm_90; nothing newer in 11.x).  Before
+# 11.8, an Ada GPU (sm_89: RTX 40xx, L4, L40) fails with "invalid value for
+# --gpu-architecture".  Architectures older than sm_80 are known to every NVRTC 11.
+NVRTC_KNOWS_ARCH = {
+    (8, 0): (11, 0),
+    (8, 6): (11, 1),
+    (8, 7): (11, 4),
+    (8, 9): (11, 8),
+    (9, 0): (11, 8),
+}
+# The pip NVRTC mxcompat install asks for: the first that knows sm_89 (nvidia-cuda-nvrtc-cu11
+# 11.8.89 keeps the soname libnvrtc.so.11.2 the wheels link).
+NVRTC_PIP_MIN = (11, 8)
+
 # --- NumPy releases (MXNet will never release again: mxcompat is its NumPy support) --------
 
 # NEP 50 (scalar promotion) and NEP 51 (scalar reprs such as "np.int64(3)") (patches/numpy2/).

@@ -45,6 +45,12 @@ _before_mxnet = False  # install() ran with mxcompat on: MXNet's import gets the
 LATE_IMPORT_KEY = "mxnet-imported-before-mxcompat"
 
 
+class ImportRefused(ImportError):
+    """Raised by a pre-import action that knows ``import mxnet`` cannot succeed (a library the
+    dynamic linker will not find): passed on to the import as it is, one clear error in place of
+    MXNet's.  Every other failure of ours steps aside."""
+
+
 def register(name, action, wanted=None):
     """Run ``action(version)`` when ``import mxnet`` starts, if ``wanted(version)`` (the
     registry passes whether patch ``name`` is wanted and applies; ``None``: always).
@@ -251,6 +257,8 @@ def _run_guarded(spec):
     busy.add("mxnet")
     try:
         run_actions(spec)
+    except ImportRefused:
+        raise
     except Exception:
         _step_aside(
             "preimport-failed",
@@ -304,6 +312,8 @@ def run_actions(spec=None):
         for name, action in todo:
             try:
                 action(version)
+            except ImportRefused:
+                raise
             except Exception:
                 _step_aside(
                     ("preimport-failed", name),

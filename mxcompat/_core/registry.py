@@ -48,6 +48,8 @@ ORDER = (
     "dataloader_start_method",
     "dataloader_spawn",  # over dataloader_start_method: both stand in for the same module
     "scipy_chisquare",
+    "cuda_libs",
+    "gpu_arch",
     "exec_stack",
     "python_oo",
 )

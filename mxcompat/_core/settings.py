@@ -23,6 +23,9 @@ MATRIX_CACHE = "MXCOMPAT_MATRIX_CACHE"
 MATRIX_ENV = "MXCOMPAT_MATRIX_ENV"
 # Where the copies of a library that asks for an executable stack go (patches/exec_stack/).
 LIB_CACHE = "MXCOMPAT_LIB_CACHE"
+# Where a CUDA wheel's libraries come from (cuda/libs.py): "pip" prefers the nvidia-*-cu11
+# packages to a system CUDA 11, "system" never loads them; unset: the system's, else pip's.
+CUDA_LIBS = "MXCOMPAT_CUDA_LIBS"
 # The project's own tests and tools: where they cache environments and wheels; a git directory
 # of apache/mxnet, whose test files the MXNet-suite runner and its benchmark run.
 TEST_CACHE = "MXCOMPAT_TEST_CACHE"
@@ -95,6 +98,14 @@ VARIABLES = (
         "DIR",
         "where copies of libmxnet.so without the executable-stack flag go on glibc >= 2.41\n"
         "(default ~/.cache/mxcompat/libs)",
+        True,
+    ),
+    Variable(
+        CUDA_LIBS,
+        "name",
+        "pip",
+        "a CUDA wheel's libraries: pip = the nvidia-*-cu11 packages even over a system\n"
+        "CUDA 11; system = never those (default: the system's, else the packages')",
         True,
     ),
     Variable(

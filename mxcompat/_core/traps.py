@@ -449,6 +449,40 @@ TRAPS = (
         ),
     ),
     Trap(
+        patch="cuda_libs",
+        check="gpu",
+        symptom=(
+            "`OSError: libcudart.so.11.0: cannot open shared object file` (or `libcudnn.so.8`, "
+            "`libcublas.so.11`…) at `import mxnet` with an `mxnet-cu11X` wheel on a host with "
+            "CUDA 12/13 or none (Colab, SageMaker, today's images)"
+        ),
+        cause="the CUDA wheels link the CUDA 11 libraries and cuDNN 8 by name",
+        ours=(
+            "`mxcompat install mxnet-cu11X==V` installs the `nvidia-*-cu11` packages its "
+            "`libmxnet.so` names; before MXNet loads, those the system lacks are loaded from "
+            "them, and one missing is one error naming its package (patch `cuda_libs`, "
+            "`MXCOMPAT_CUDA_LIBS=pip|system`)"
+        ),
+    ),
+    Trap(
+        patch="gpu_arch",
+        check="gpu",
+        symptom=(
+            "`NVRTC Compilation failed` … `invalid value for --gpu-architecture` on an Ada GPU "
+            "(sm_89: RTX 40xx, L4, L40); `no kernel image is available for execution on the "
+            "device` on Hopper/Blackwell (H100, H200, B200)"
+        ),
+        cause=(
+            "fusion compiles for the device with NVRTC, which knows sm_89 from 11.8; the 1.9.1 "
+            "wheels carry machine code up to sm_86 and no PTX"
+        ),
+        ours=(
+            "at the first `mx.gpu(i)`: fusion off with one warning where NVRTC cannot target "
+            "the GPU; one error naming the GPU, its sm and the wheel's list where no code runs "
+            "on it, with the ways on (`mx.cpu()`, `mxcompat.to_torch`) (patch `gpu_arch`)"
+        ),
+    ),
+    Trap(
         patch=None,
         check=None,
         symptom=(

@@ -13,6 +13,7 @@ import argparse
 from . import scenarios  # noqa: F401
 from . import numpy_scenarios  # noqa: F401
 from . import model_scenarios  # noqa: F401
+from . import gpu_scenarios  # noqa: F401
 
 # isort: on
 from .runner import report

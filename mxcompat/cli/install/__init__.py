@@ -6,6 +6,9 @@ alone cannot install MXNet beside a NumPy that has wheels there.  This runs the 
 lines for this interpreter: with pip, MXNet with ``--no-deps`` and then NumPy and MXNet's other
 requirements; with ``--uv``, one ``uv pip install`` whose ``--overrides`` replaces the pin.  A
 release the table has no line for on this Python is refused with the Pythons it has.
+
+A CUDA wheel (``mxnet-cu117==1.9.1``) is installed on the same lines, then the
+``nvidia-*-cu11`` packages its ``libmxnet.so`` needs (``cuda.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import tempfile
 from ... import _envs
 from ..._core import versions
 from .._usage import UsageError
+from . import cuda
 
 # The overrides file shipped beside this module for the release a newcomer installs, so that
 # `uv pip install . mxnet==1.9.1 --overrides <it>` works from a checkout before mxcompat is
@@ -57,8 +61,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         nargs="?",
         default="mxnet",
         metavar="mxnet==VERSION",
-        help="the release (mxnet==1.9.1, or 1.9.1; 1.5.1 means 1.5.1.post0); default: the newest "
-        "the table has for this Python",
+        help="the release (mxnet==1.9.1, or 1.9.1; 1.5.1 means 1.5.1.post0), or a CUDA 11 wheel "
+        "(mxnet-cu117==1.9.1: with the nvidia-*-cu11 packages its libmxnet.so needs); default: "
+        "the newest the table has for this Python",
     )
     parser.add_argument(
         "--numpy",
@@ -141,8 +146,14 @@ def commands(
 
 def main(args: argparse.Namespace) -> int:
     here = "%d.%d" % sys.version_info[:2]
+    cuda_name = None
     try:
-        combination = choose(args.mxnet, here, latest=args.numpy == "latest")
+        wheel, spec = cuda.split_spec(args.mxnet)
+        found = cuda.variant(wheel) if wheel else None
+        combination = choose(spec, here, latest=args.numpy == "latest")
+        if found is not None:
+            cuda_name = found[0]
+            cuda.refuse_old_cuda(cuda_name, found[1], combination.mxnet)
         uv = None
         if args.uv:
             uv = _envs.find_uv(required=False)
@@ -172,7 +183,8 @@ def main(args: argparse.Namespace) -> int:
         overrides = os.path.join(tmp, "overrides.txt")
         with open(overrides, "w") as f:
             f.write(combination.numpy + "\n")
-        for command in commands(combination, sys.executable, uv, overrides):
+        steps = commands(combination, sys.executable, uv, overrides)
+        for command in cuda.renamed(steps, cuda_name) if cuda_name else steps:
             out.write("+ %s\n" % " ".join(shlex.quote(a) for a in command))
             out.flush()
             if args.dry_run:
@@ -181,6 +193,10 @@ def main(args: argparse.Namespace) -> int:
             if rc != 0:
                 sys.stderr.write("mxcompat install: that command failed (exit %d)\n" % rc)
                 return rc
+    if cuda_name is not None:
+        rc = _cuda_libraries(args, uv, out)
+        if rc != 0:
+            return rc
     if args.dry_run:
         return 0
     if combination.no_deps:
@@ -191,6 +207,47 @@ def main(args: argparse.Namespace) -> int:
             % (combination.mxnet, versions.wheel_numpy(combination.mxnet), combination.numpy)
         )
     out.write("Now: mxcompat check (and `import mxcompat` before `import mxnet`)\n")
+    return 0
+
+
+def _cuda_libraries(args: argparse.Namespace, uv: str | None, out) -> int:
+    """The nvidia-*-cu11 packages the installed libmxnet.so names, installed."""
+    from ...cuda import libs
+
+    if args.dry_run:
+        out.write("+ then the nvidia-*-cu11 packages its libmxnet.so needs (DT_NEEDED)\n")
+        return 0
+    library = cuda.installed_library(sys.executable)
+    wanted = libs.requirements(library) if library else []
+    if not wanted:
+        sys.stderr.write("mxcompat install: no CUDA library named by %s\n" % library)
+        return 1
+    if uv is not None:
+        command = [uv, "pip", "install", "--python", sys.executable] + wanted
+    else:
+        command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"] + wanted
+    out.write("+ %s\n" % " ".join(shlex.quote(a) for a in command))
+    out.flush()
+    rc = subprocess.call(command)
+    if rc != 0:
+        sys.stderr.write("mxcompat install: that command failed (exit %d)\n" % rc)
+        return rc
+    if libs.DRIVER in libs.cuda_needed(library) and not libs.system_has(libs.DRIVER):
+        from ...cuda import stub
+
+        try:
+            made = stub.build(library)
+        except OSError as exc:
+            out.write(
+                "No NVIDIA driver here (no %s), and no stand-in could be built (%s): "
+                "import mxnet will fail until a driver is installed.\n" % (libs.DRIVER, exc)
+            )
+        else:
+            out.write(
+                "No NVIDIA driver here: mxcompat built a no-device %s (%s), so MXNet imports "
+                "and runs on mx.cpu(); a driver installed later takes its place.\n"
+                % (libs.DRIVER, made)
+            )
     return 0
 
 

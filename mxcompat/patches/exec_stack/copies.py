@@ -21,8 +21,7 @@ import os
 import shutil
 import tempfile
 
-from ..._core import settings
-from . import elf
+from ..._core import elf, settings
 
 
 def cache_root():
