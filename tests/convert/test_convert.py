@@ -633,18 +633,7 @@ def test_mismatched_block_raises_and_loads_nothing():
     x = data()
     net = trained_cnn(x)
     mod = net.to_module()
-    wrong = nn.HybridSequential()
-    with wrong.name_scope():
-        wrong.add(
-            nn.Conv2D(8, 3, padding=1),
-            nn.BatchNorm(),
-            nn.Activation("relu"),
-            nn.MaxPool2D(2),
-            nn.Dropout(0.5),
-            nn.Flatten(),
-            nn.Dense(16, activation="relu"),
-            nn.Dense(7),
-        )  # 7 classes, not 10
+    wrong = cnn(classes=7)  # not 10
     wrong.initialize()
     wrong(x)
     before = params_of(wrong)

@@ -23,9 +23,11 @@ from tests.support.models import (
     bucket_sym_gen,
     dense_net,
     flat_state,
+    gluon_regression_steps,
     mlp_symbol,
     regression_batches,
     regression_module,
+    sequential_regression_module,
 )
 from tests.support.stack import ONEDNN_FC
 
@@ -557,7 +559,7 @@ def test_gluon_optimizer_states_untouched(contexts, kvstore, update_on_kvstore):
         kvstore=kvstore,
         update_on_kvstore=update_on_kvstore,
     )
-    _gluon_train(net, trainer, contexts, 3)
+    gluon_regression_steps(net, trainer, contexts, 3)
     mxcompat.freeze(*G_FROZEN)
     names = [p.name for p in trainer._params]
     if trainer._update_on_kvstore:
@@ -572,7 +574,7 @@ def test_gluon_optimizer_states_untouched(contexts, kvstore, update_on_kvstore):
         return found
 
     before = snapshot()
-    _gluon_train(net, trainer, contexts, 5)
+    gluon_regression_steps(net, trainer, contexts, 5)
     _assert_states(before, snapshot(), G_FROZEN_NAMES)
 
 
@@ -639,27 +641,9 @@ def test_bucketing_module(when, recwarn):
     assert _ours(recwarn) == []
 
 
-def _sequential():
-    data = mx.sym.Variable("data")
-    first = mx.sym.Activation(
-        mx.sym.FullyConnected(data, num_hidden=5, name="fc1"), act_type="tanh"
-    )
-    second = mx.sym.LinearRegressionOutput(
-        mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc2"), name="lro"
-    )
-    seq = mx.mod.SequentialModule()
-    seq.add(mx.mod.Module(first, data_names=("data",), label_names=None))
-    seq.add(
-        mx.mod.Module(second, data_names=("data",), label_names=("lro_label",)),
-        take_labels=True,
-        auto_wiring=True,
-    )
-    return seq
-
-
 @pytest.mark.parametrize("when", ["before_bind", "after_steps"])
 def test_sequential_module(when, recwarn):
-    seq = _sequential()
+    seq = sequential_regression_module()
     if when == "before_bind":
         mxcompat.freeze(*FROZEN)
     bind_regression(seq)
@@ -800,7 +784,7 @@ def test_pattern_matching_nothing_warns_once_per_model():
             _train(mod, 3, regression_batches())
         net = _gluon_net([mx.cpu()])
         trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
-        _gluon_train(net, trainer, [mx.cpu()], 3)
+        gluon_regression_steps(net, trainer, [mx.cpu()], 3)
     assert [m.split(" of this ")[1].split(",")[0] for m in _ours(record)] == [
         "Module",
         "Module",
@@ -844,23 +828,6 @@ def _gluon_params(net):
     }
 
 
-def _gluon_train(net, trainer, contexts, steps, split=False):
-    rng = np.random.RandomState(0)
-    for _ in range(steps):
-        x = rng.uniform(-1, 1, (BATCH, 4))
-        y = rng.uniform(-1, 1, (BATCH, 3))
-        with autograd.record():
-            losses = [
-                ((net(mx.nd.array(x, ctx=c)) - mx.nd.array(y, ctx=c)) ** 2).sum() for c in contexts
-            ]
-        autograd.backward(losses)
-        if split:
-            trainer.allreduce_grads()
-            trainer.update(BATCH * len(contexts))
-        else:
-            trainer.step(BATCH * len(contexts))
-
-
 def _run_gluon(
     contexts, kvstore, update_on_kvstore, optimizer="sgd", params=None, when="before", split=False
 ):
@@ -875,10 +842,11 @@ def _run_gluon(
     if when == "before":
         mxcompat.freeze(*G_FROZEN)
     else:
-        _gluon_train(net, trainer, contexts, 3, split)  # optimizer states are non-zero now
+        # Optimizer states are non-zero now.
+        gluon_regression_steps(net, trainer, contexts, 3, split=split)
         mxcompat.freeze(*G_FROZEN)
     start = _gluon_params(net)
-    _gluon_train(net, trainer, contexts, 5, split)
+    gluon_regression_steps(net, trainer, contexts, 5, split=split)
     return trainer, start, _gluon_params(net)
 
 
@@ -937,7 +905,7 @@ def test_gluon_trainer_pattern_matching_nothing_warns(recwarn):
     net = _gluon_net([mx.cpu()])
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
     mxcompat.freeze("net_fc1_weight", "fc1_weight")
-    _gluon_train(net, trainer, [mx.cpu()], 2)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 2)
     assert _ours(recwarn) == [
         "mxcompat.freeze pattern 'fc1_weight' matches no parameter of this gluon.Trainer, so "
         "it freezes nothing here (closest parameter names: 'net_fc1_weight', "
@@ -991,7 +959,7 @@ def test_report_for_a_bound_module():
 
 def test_report_for_bucketing_and_sequential_modules():
     mxcompat.freeze(*FROZEN)
-    seq = _sequential()
+    seq = sequential_regression_module()
     bind_regression(seq)
     report = mxcompat.frozen_report(seq)
     assert set(report.frozen) == FROZEN_NAMES and len(report.trainable) == 2
@@ -1069,7 +1037,7 @@ def test_registry_caches_keep_no_trainer_or_module_alive():
     mxcompat.freeze("net_fc1_weight", "net_batchnorm0_running_mean")
     net = _gluon_net([mx.cpu()])
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
-    _gluon_train(net, trainer, [mx.cpu()], 2)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 2)
     mod = _module()
     bind_regression(mod)
     mod.init_optimizer(optimizer_params={"learning_rate": 0.1})

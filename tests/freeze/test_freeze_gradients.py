@@ -16,7 +16,7 @@ import pytest
 from mxnet import autograd, gluon
 
 import mxcompat
-from tests.support.models import flat_state
+from tests.support.models import flat_state, gluon_regression_steps
 
 freeze_trainer = importlib.import_module("mxcompat.freeze.trainer")
 
@@ -56,24 +56,6 @@ def _net(contexts, hybridize, batchnorm=False):
 
 def _trainer(net, optimizer="sgd", **kwargs):
     return gluon.Trainer(net.collect_params(), optimizer, dict(OPTIMIZERS[optimizer]), **kwargs)
-
-
-def _train(net, trainer, contexts, steps, seed=0, clip=None):
-    rng = np.random.RandomState(seed)
-    for _ in range(steps):
-        x = rng.uniform(-1, 1, (BATCH, 4))
-        y = rng.uniform(-1, 1, (BATCH, 3))
-        with autograd.record():
-            losses = [
-                ((net(mx.nd.array(x, ctx=c)) - mx.nd.array(y, ctx=c)) ** 2).sum() for c in contexts
-            ]
-        autograd.backward(losses)
-        if clip is not None:
-            # Over every parameter, frozen ones included, as user code often writes it.
-            grads = [g for p in net.collect_params().values() if p._grad for g in p.list_grad()]
-            gluon.utils.clip_global_norm(grads, clip)
-        trainer.step(BATCH * len(contexts))
-    mx.nd.waitall()
 
 
 def _params(net):
@@ -120,12 +102,12 @@ def _run(frozen, gradients, contexts=None, hybridize=False, optimizer="sgd", **k
     clip = kw.pop("clip", None)
     net = _net(contexts, hybridize, kw.pop("batchnorm", False))
     trainer = _trainer(net, optimizer, **kw)
-    _train(net, trainer, contexts, 3, seed=0, clip=clip)
+    gluon_regression_steps(net, trainer, contexts, 3, seed=0, clip=clip)
     mxcompat.freeze(*frozen, gradients=gradients)
-    _train(net, trainer, contexts, 5, seed=1, clip=clip)
+    gluon_regression_steps(net, trainer, contexts, 5, seed=1, clip=clip)
     middle = _params(net)
     mxcompat.unfreeze()
-    _train(net, trainer, contexts, 3, seed=2, clip=clip)
+    gluon_regression_steps(net, trainer, contexts, 3, seed=2, clip=clip)
     return _params(net), _states(trainer), middle
 
 
@@ -168,10 +150,10 @@ def test_skips_backward_as_grad_req_null(hybridize):
     trainer = _trainer(net)
     mxcompat.freeze(*MIDDLE, gradients=False)
     weight = net.collect_params()["net_fc2_weight"]
-    _train(net, trainer, [mx.cpu()], 1)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 1)
     assert weight in freeze_trainer._skipped
     data = weight.data()
-    _train(net, trainer, [mx.cpu()], 2)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 2)
     assert not weight.grad().asnumpy().any()
     assert weight.data() is data  # not detached: the arrays user code holds stay the param's
     assert net.collect_params()["net_fc3_weight"].grad().asnumpy().any()
@@ -183,7 +165,7 @@ def test_what_user_code_reads(hybridize):
     trainer = _trainer(net)
     params = net.collect_params()
     mxcompat.freeze(*FRONT, gradients=False)
-    _train(net, trainer, [mx.cpu()], 3)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 3)
     frozen = [p for p in params.values() if p.name.startswith("net_fc1_")]
     assert set(p.grad_req for p in params.values()) == {"write"}
     for p in frozen:
@@ -191,7 +173,7 @@ def test_what_user_code_reads(hybridize):
         assert len(p.list_grad()) == 1
     params.zero_grad()
     assert not any(p.grad().asnumpy().any() for p in params.values())
-    _train(net, trainer, [mx.cpu()], 1)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 1)
     # Clipping over every parameter still runs; the frozen ones add nothing to the norm.
     every = [p.grad() for p in params.values()]
     trainable = [p.grad() for p in params.values() if p not in frozen]
@@ -217,13 +199,13 @@ def test_unfreeze_gives_gradients_back_at_once(hybridize):
     net = _net([mx.cpu()], hybridize)
     trainer = _trainer(net)
     mxcompat.freeze(*MIDDLE, gradients=False)
-    _train(net, trainer, [mx.cpu()], 2)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 2)
     assert freeze_trainer._skipped
     mxcompat.unfreeze()
     assert not freeze_trainer._skipped
     weight = net.collect_params()["net_fc2_weight"]
     before = weight.data().asnumpy().copy()
-    _train(net, trainer, [mx.cpu()], 1)  # its gradient computed again, and applied
+    gluon_regression_steps(net, trainer, [mx.cpu()], 1)  # its gradient computed again, and applied
     assert weight.grad().asnumpy().any()
     assert not np.array_equal(before, weight.data().asnumpy())
 
@@ -234,7 +216,7 @@ def test_unfreeze_between_backward_and_step():
     net = _net([mx.cpu()], False)
     trainer = _trainer(net)
     mxcompat.freeze(*MIDDLE, gradients=False)
-    _train(net, trainer, [mx.cpu()], 2)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 2)
     weight = net.collect_params()["net_fc2_weight"]
     before = weight.data().asnumpy().copy()
     x = mx.nd.ones((BATCH, 4))
@@ -244,7 +226,7 @@ def test_unfreeze_between_backward_and_step():
     mxcompat.unfreeze()
     trainer.step(BATCH)
     assert np.array_equal(before, weight.data().asnumpy())
-    _train(net, trainer, [mx.cpu()], 1)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 1)
     assert not np.array_equal(before, weight.data().asnumpy())
 
 
@@ -252,10 +234,10 @@ def test_flag_back_to_default_gives_gradients_back():
     net = _net([mx.cpu()], False)
     trainer = _trainer(net)
     mxcompat.freeze(*MIDDLE, gradients=False)
-    _train(net, trainer, [mx.cpu()], 2)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 2)
     mxcompat.freeze(*MIDDLE)  # the same pattern, its flag set back
     assert mxcompat.frozen_patterns() == MIDDLE
-    _train(net, trainer, [mx.cpu()], 1)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 1)
     assert net.collect_params()["net_fc2_weight"].grad().asnumpy().any()
 
 
@@ -274,16 +256,17 @@ def test_grad_req_set_by_user_afterwards():
     net = _net([mx.cpu()], False)
     trainer = _trainer(net)
     mxcompat.freeze(*MIDDLE, gradients=False)
-    _train(net, trainer, [mx.cpu()], 1)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 1)
     weight = net.collect_params()["net_fc2_weight"]
     weight.grad_req = "add"
     assert weight.grad_req == "add"
-    _train(net, trainer, [mx.cpu()], 1)  # computed once (not marked yet), then marked
-    _train(net, trainer, [mx.cpu()], 2)
+    # Computed once (not marked yet), then marked.
+    gluon_regression_steps(net, trainer, [mx.cpu()], 1)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 2)
     assert weight.grad_req == "add"
     assert not weight.grad().asnumpy().any()
     weight.grad_req = "null"  # the user's own 'null' wins, as without mxcompat
-    _train(net, trainer, [mx.cpu()], 1)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 1)
     with pytest.raises(RuntimeError):
         weight.grad()
 
@@ -297,15 +280,15 @@ def test_batchnorm_statistics_as_grad_req_null(hybridize):
     def train(by_hand):
         net = _net([mx.cpu()], hybridize, batchnorm=True)
         trainer = _trainer(net)
-        _train(net, trainer, [mx.cpu()], 3)
+        gluon_regression_steps(net, trainer, [mx.cpu()], 3)
         mxcompat.freeze(*frozen, gradients=by_hand)
         # The first step after a freeze computes every gradient (the marks come after it).
-        _train(net, trainer, [mx.cpu()], 1, seed=1)
+        gluon_regression_steps(net, trainer, [mx.cpu()], 1, seed=1)
         if by_hand:
             for name, p in net.collect_params().items():
                 if name.startswith(("net_fc1_", "net_bn_gamma", "net_bn_beta")):
                     p.grad_req = "null"
-        _train(net, trainer, [mx.cpu()], 3, seed=2)
+        gluon_regression_steps(net, trainer, [mx.cpu()], 3, seed=2)
         mxcompat.unfreeze()
         return _params(net)
 
@@ -318,13 +301,13 @@ def test_onednn_fc_weight_keeps_backward_while_its_bias_trains():
     net = _net([mx.cpu()], False)
     trainer = _trainer(net)
     mxcompat.freeze(*WEIGHT_ONLY, gradients=False)
-    _train(net, trainer, [mx.cpu()], 3)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 3)
     params = net.collect_params()
     held = onednn_fc_bias.affected_build()
     assert (params["net_fc2_weight"] in freeze_trainer._skipped) == (not held)
     assert params["net_fc2_weight"].grad().asnumpy().any() == held
     assert params["net_fc2_bias"].grad().asnumpy().any()
     mxcompat.freeze("net_fc2_bias", gradients=False)  # its bias frozen too: nothing to stop
-    _train(net, trainer, [mx.cpu()], 2)
+    gluon_regression_steps(net, trainer, [mx.cpu()], 2)
     assert params["net_fc2_weight"] in freeze_trainer._skipped
     assert not params["net_fc2_weight"].grad().asnumpy().any()

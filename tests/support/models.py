@@ -100,6 +100,54 @@ def language_model(cell, seed=0):
     return net, tokens
 
 
+def sequential_regression_module():
+    """``mlp_symbol()`` as a ``SequentialModule`` of two Modules: ``fc1`` and its tanh (no label),
+    then ``fc2`` and the regression head (label ``lro_label``, taken from the batch), wired
+    automatically."""
+    data = mx.sym.Variable("data")
+    first = mx.sym.Activation(
+        mx.sym.FullyConnected(data, num_hidden=5, name="fc1"), act_type="tanh"
+    )
+    second = mx.sym.LinearRegressionOutput(
+        mx.sym.FullyConnected(data, num_hidden=3, name="fc2"), name="lro"
+    )
+    seq = mx.mod.SequentialModule()
+    seq.add(mx.mod.Module(first, data_names=("data",), label_names=None))
+    seq.add(
+        mx.mod.Module(second, data_names=("data",), label_names=("lro_label",)),
+        take_labels=True,
+        auto_wiring=True,
+    )
+    return seq
+
+
+def gluon_regression_steps(net, trainer, contexts, steps, seed=0, batch=4, clip=None, split=False):
+    """``steps`` training steps of a Gluon ``net`` (4 inputs, 3 outputs) on the summed squared
+    error of seeded uniform batches, one ``batch`` a context of ``contexts``.  ``clip``: the
+    global norm every gradient is clipped to first (frozen ones included, as user code often
+    writes it); ``split``: ``allreduce_grads`` then ``update`` instead of ``step``."""
+    from mxnet import autograd, gluon
+
+    rng = np.random.RandomState(seed)
+    for _ in range(steps):
+        x = rng.uniform(-1, 1, (batch, 4))
+        y = rng.uniform(-1, 1, (batch, 3))
+        with autograd.record():
+            losses = [
+                ((net(mx.nd.array(x, ctx=c)) - mx.nd.array(y, ctx=c)) ** 2).sum() for c in contexts
+            ]
+        autograd.backward(losses)
+        if clip is not None:
+            grads = [g for p in net.collect_params().values() if p._grad for g in p.list_grad()]
+            gluon.utils.clip_global_norm(grads, clip)
+        if split:
+            trainer.allreduce_grads()
+            trainer.update(batch * len(contexts))
+        else:
+            trainer.step(batch * len(contexts))
+    mx.nd.waitall()
+
+
 def regression_batches(n=3, seed=0, batch=4):
     """``n`` seeded batches for ``regression_module``: ``data`` (batch, 4), ``lro_label``
     (batch, 3), uniform in [-1, 1)."""
