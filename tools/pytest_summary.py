@@ -61,9 +61,11 @@ def _env_report(name, env):
     commands = sum(r.get("elapsed", 0) for r in runs)
     if result.get("skipped"):
         # tox --skip-missing-interpreters (.ci/run outside CI): say what was missing.
-        why = [r.get("err", "").strip() for r in env.get("setup", []) if r.get("err")]
-        why = why[-1].splitlines()[0] if why and why[-1] else "its interpreter is missing"
-        return ["%-34s skipped: %s" % (name, why)], totals(None), True
+        version = ".".join(str(v) for v in env.get("python", {}).get("version_info", [])[:2])
+        errors = [r.get("err", "").strip() for r in env.get("setup", []) if r.get("err")]
+        why = " (%s)" % errors[-1].splitlines()[0] if errors and errors[-1] else ""
+        line = "%-34s skipped: no Python %s here%s" % (name, version or "for it", why)
+        return [line], totals(None), True
     line = summary(output)
     ok = bool(result.get("success"))
     lines = [
