@@ -39,6 +39,13 @@ CLIP_GLOBAL_NORM_NDARRAY = (1, 4)
 # BatchNorm and LayerNorm are not affected).  CPU executors only (oneDNN kernels); Gluon's
 # weight.grad_req = 'null' stops a Dense bias the same way (checked on 1.7.0.post2 and 1.9.1).
 ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS = (1, 7)
+# MXNET_SUBGRAPH_BACKEND defaults to MKLDNN in the oneDNN builds from 1.6 (the 1.6.0 wheel has
+# no oneDNN; the 1.7.0.post2, 1.8.0.post0 and 1.9.1 wheels do): an executor that needs no
+# gradient gets the inference-only fusions at bind, e.g. FullyConnected + tanh as one oneDNN
+# kernel (a post-op).  Its tanh can round otherwise than the separate kernel: on an AVX2 AMD
+# EPYC the next layer's weight gradient moved by one ulp on 1.7.0.post2 (and the weight Adam
+# trained from it) and 1.8.0.post0 (the weight not), not on 1.9.1.
+ONEDNN_NO_GRAD_EXECUTOR_FUSED = (1, 6)
 # gluon.Parameter.dtype is a property whose setter casts the data from 1.5; before, a plain
 # attribute (convert/params.py records a dtype without casting).
 PARAMETER_DTYPE_PROPERTY = (1, 5)

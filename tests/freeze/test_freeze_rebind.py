@@ -17,12 +17,15 @@ import numpy as np
 import pytest
 
 import mxcompat
+from mxcompat._core import facts
 from tests.support.models import (
     bind_regression,
     bucket_batch,
     bucket_sym_gen,
     flat_state,
+    mlp_symbol,
     regression_batches,
+    regression_module,
 )
 from tests.support.ps_cluster import run_cluster
 
@@ -41,10 +44,9 @@ def _ours(record):
     return [str(w.message) for w in record if issubclass(w.category, mxcompat.MXCompatWarning)]
 
 
-def _symbol(state=False):
-    data = mx.sym.Variable("data")
-    if state:
-        data = data + mx.sym.Variable("carry")  # a state input (set_states)
+def _carry_symbol():
+    """``mlp_symbol`` with a state input (``set_states``) added to ``data``."""
+    data = mx.sym.Variable("data") + mx.sym.Variable("carry")
     hidden = mx.sym.Activation(
         mx.sym.FullyConnected(data, num_hidden=5, name="fc1"), act_type="tanh"
     )
@@ -54,13 +56,7 @@ def _symbol(state=False):
 
 
 def _module(contexts=None, symbol=None, **kwargs):
-    return mx.mod.Module(
-        symbol if symbol is not None else _symbol(),
-        data_names=("data",),
-        label_names=("lro_label",),
-        context=contexts or mx.cpu(),
-        **kwargs,
-    )
+    return regression_module(symbol, context=contexts or mx.cpu(), **kwargs)
 
 
 def _step(mod, batch):
@@ -236,7 +232,7 @@ def test_registry_change_that_changes_no_binding_does_not_rebind():
 
 def test_grad_req_list_is_never_rebound():
     # MXNet ignores fixed names with a grad_req list: a rebind would change nothing.
-    req = ["null" if n in ("data", "lro_label") else "write" for n in _symbol().list_arguments()]
+    req = ["null" if n in ("data", "lro_label") else "write" for n in mlp_symbol().list_arguments()]
     mod = _module()
     bind_regression(mod, grad_req=req)
     mod.init_optimizer()
@@ -292,7 +288,7 @@ def test_inputs_need_grad_survives(monkeypatch):
 
 def test_states_survive(monkeypatch):
     def run(rebind):
-        mod = _module(symbol=_symbol(state=True), state_names=["carry"])
+        mod = _module(symbol=_carry_symbol(), state_names=["carry"])
         bind_regression(mod)
         mod.init_optimizer(optimizer=ADAM[0], optimizer_params=ADAM[1])
         mod.set_states(value=0.25)
@@ -402,24 +398,41 @@ def test_bucketing_module_rebinds_every_bucket(monkeypatch):
     _compare(*_both(run, monkeypatch))
 
 
+def _sequential():
+    data = mx.sym.Variable("data")
+    first = mx.sym.Activation(
+        mx.sym.FullyConnected(data, num_hidden=5, name="fc1"), act_type="tanh"
+    )
+    second = mx.sym.LinearRegressionOutput(
+        mx.sym.FullyConnected(data, num_hidden=3, name="fc2"), name="lro"
+    )
+    seq = mx.mod.SequentialModule()
+    seq.add(mx.mod.Module(first, data_names=("data",), label_names=None))
+    seq.add(
+        mx.mod.Module(second, data_names=("data",), label_names=("lro_label",)),
+        take_labels=True,
+        auto_wiring=True,
+    )
+    bind_regression(seq)
+    seq.init_optimizer(optimizer=ADAM[0], optimizer_params=ADAM[1])
+    return seq
+
+
+def _fusing_builds():
+    """Whether this build binds an executor that needs no gradient through oneDNN's fusions."""
+    return facts.since(facts.ONEDNN_NO_GRAD_EXECUTOR_FUSED) and facts.has_mkldnn()
+
+
 def test_sequential_module_rebinds_each_module(monkeypatch):
+    # The first module, all frozen, needs no gradient once rebound: oneDNN builds then fuse its
+    # fc1 and tanh into one kernel, which may round otherwise than the two the run without
+    # the rebind keeps (facts.ONEDNN_NO_GRAD_EXECUTOR_FUSED).  Fusion off in both runs: the
+    # same kernels, so bit for bit; the test below binds it fused.
+    if _fusing_builds():
+        monkeypatch.setenv("MXNET_SUBGRAPH_BACKEND", "NONE")
+
     def run(rebind):
-        data = mx.sym.Variable("data")
-        first = mx.sym.Activation(
-            mx.sym.FullyConnected(data, num_hidden=5, name="fc1"), act_type="tanh"
-        )
-        second = mx.sym.LinearRegressionOutput(
-            mx.sym.FullyConnected(data, num_hidden=3, name="fc2"), name="lro"
-        )
-        seq = mx.mod.SequentialModule()
-        seq.add(mx.mod.Module(first, data_names=("data",), label_names=None))
-        seq.add(
-            mx.mod.Module(second, data_names=("data",), label_names=("lro_label",)),
-            take_labels=True,
-            auto_wiring=True,
-        )
-        bind_regression(seq)
-        seq.init_optimizer(optimizer=ADAM[0], optimizer_params=ADAM[1])
+        seq = _sequential()
         batches = regression_batches()
         _step(seq, batches[0])
         mxcompat.freeze(*FROZEN)
@@ -429,6 +442,26 @@ def test_sequential_module_rebinds_each_module(monkeypatch):
         return tuple(_values(m) for m in seq._modules)
 
     _compare(*_both(run, monkeypatch))
+
+
+def test_sequential_module_all_frozen_module_rebinds_fused():
+    """MXNet's default subgraph backend: the all-frozen first module is rebound fused (oneDNN
+    builds), trains nothing, and the second still trains through its output."""
+    seq = _sequential()
+    batches = regression_batches()
+    _step(seq, batches[0])
+    start = [_values(m) for m in seq._modules]
+    mxcompat.freeze(*FROZEN)
+    for batch in batches:
+        _step(seq, batch)
+    first = seq._modules[0]._exec_group
+    assert all(g[0] is None for g in first.grad_arrays)
+    fused = "_sg_mkldnn_fully_connected" in first.execs[0].debug_str()
+    assert fused == (_fusing_builds() and facts.onednn_enabled())
+    for mod, before in zip(seq._modules, start):
+        after = _values(mod)
+        for name in before:
+            assert np.array_equal(before[name][0], after[name][0]) == (name in FROZEN_NAMES), name
 
 
 @pytest.mark.mxnet(">=1.4", reason="contrib.svrg_optimization is in MXNet from 1.4")
@@ -446,7 +479,9 @@ def test_svrg_module_keeps_every_gradient(when, monkeypatch):
             batch_size=BATCH,
             label_name="lro_label",
         )
-        mod = SVRGModule(_symbol(), data_names=("data",), label_names=("lro_label",), update_freq=2)
+        mod = SVRGModule(
+            mlp_symbol(), data_names=("data",), label_names=("lro_label",), update_freq=2
+        )
         if when == "before_bind":
             mxcompat.freeze(*FROZEN)
         mod.bind(data_shapes=it.provide_data, label_shapes=it.provide_label)
