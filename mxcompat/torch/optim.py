@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from mxnet.optimizer import Optimizer
 
 WHERE = "to_torch_optimizer"
-KINDS = ("sgd", "nag", "adam", "rmsprop")
 
 
 def _multipliers(opt, names):
@@ -137,8 +136,14 @@ def _carry(topt, kind, centered, arrays, counts, names, named, torch):
 
     keys = state_names(kind, centered)
     by_name = {codegen.mxnet_name(n): p for n, p in named}
-    for index in sorted(arrays, key=str):
+    done = set()
+    # A Module's updater holds one state per context (index i * contexts + k), the same
+    # after every synchronous step: the lowest index (the first context's) is taken.
+    for index in sorted(arrays, key=lambda i: (isinstance(i, str), str(i).zfill(12))):
         name = names.get(index, index if isinstance(index, str) else None)
+        if name in done:
+            continue
+        done.add(name)
         param = by_name.get(name)
         if param is None:
             raise _fail(

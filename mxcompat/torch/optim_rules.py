@@ -34,6 +34,7 @@ STATE_NAMES = {
     "rmsprop": ("n",),
     "rmsprop_centered": ("n", "g", "delta"),
 }
+MULTS = ("lr_mult", "wd_mult")  # a parameter group's own multipliers
 
 
 def state_names(kind, centered=False):
@@ -259,6 +260,3 @@ def load(module, path, map_location=None):
     opt = build(module, ours["kind"], settings, mults, nag_rule=ours["nag_rule"])
     opt.load_state_dict(sd)
     return opt
-
-
-MULTS = ("lr_mult", "wd_mult")

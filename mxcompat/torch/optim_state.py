@@ -157,14 +157,11 @@ def read_states_file(path):
 def index_names(source, opt):
     """``{index: MXNet parameter name}`` for the updater of ``source`` (a Trainer: positions
     in its parameter list; otherwise the optimizer's ``idx2name``, a Module's repeated per
-    context: the lowest index wins; a name as index stands for itself)."""
+    context; a name as index stands for itself)."""
     mx = _mx()
     if isinstance(source, mx.gluon.Trainer):
         return {i: p.name for i, p in enumerate(source._params)}
-    names = {}
+    names = dict(getattr(opt, "idx2name", None) or {})
     for index, param in (getattr(opt, "param_dict", None) or {}).items():
         names[index] = param.name
-    for index in sorted(getattr(opt, "idx2name", None) or {}):
-        if opt.idx2name[index] not in names.values():
-            names[index] = opt.idx2name[index]
     return names

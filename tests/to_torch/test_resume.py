@@ -2,10 +2,11 @@
 FactorScheduler, NAG, Adam with a FactorScheduler, RMSProp plain and centered; clipping,
 weight decay, an ``lr_mult``), the model and the optimizer are converted (from the Trainer,
 from the Module, from a states file), then steps N+1..N+K run in both: every parameter within
-1e-12 of MXNet's in float64 (relative to its largest value; measured ~1e-16, the float32
-hyper-parameters rounded alike on both sides).  Starting from zero state instead parts by far
-more (checked).  ``state_dict()``/``load_state_dict()`` resume bit for bit, and ``mxcompat
-torch --states`` writes an optimizer a script with torch alone resumes."""
+1e-12 of MXNet's in float64 (relative to its largest value; measured at most 6e-16 on 1.9.1
+and 1.5.1: the float32 hyper-parameters are rounded alike on both sides).  Starting from zero
+state instead parts by 0.58 (NAG) to 1.4 (centered RMSProp) after the same steps (checked).
+``state_dict()``/``load_state_dict()`` resume bit for bit, and ``mxcompat torch --states``
+writes an optimizer a script with torch alone resumes."""
 
 import copy
 import importlib.util
@@ -98,11 +99,15 @@ def _values(net):
     return [p.data().asnumpy() for p in net.collect_params().values()]
 
 
-def _trainer(net, kind, lr_mult=True):
+def _trainer(net, kind, lr_mult=True, kvstore=None):
     name, params = _opt(kind)
     if lr_mult:
         list(net.collect_params().values())[-1].lr_mult = 0.5
-    return gluon.Trainer(net.collect_params(), name, params)
+    if kvstore is None:
+        return gluon.Trainer(net.collect_params(), name, params)
+    return gluon.Trainer(
+        net.collect_params(), name, params, kvstore=kvstore, update_on_kvstore=True
+    )
 
 
 def _gluon_step(net, trainer, x, y):
@@ -143,10 +148,10 @@ def _far(module, expected):
 # --- Gluon's Trainer ------------------------------------------------------------------------
 
 
-def _resume_gluon(kind, from_file, tmp_path, carry=True):
+def _resume_gluon(kind, from_file, tmp_path, carry=True, kvstore=None):
     batches = _batches()
     net = _net()
-    trainer = _trainer(net, kind)
+    trainer = _trainer(net, kind, kvstore=kvstore)
     for x, y in batches[:N]:
         _gluon_step(net, trainer, x, y)
     if from_file:
@@ -185,10 +190,17 @@ def test_trainer_states_file_resumes_at_step_n_plus_1(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
+def test_trainer_updating_on_its_kvstore_resumes(kind, tmp_path):
+    """update_on_kvstore: the states are the kvstore's updater's."""
+    module, expected = _resume_gluon(kind, False, tmp_path, kvstore=mx.kv.create("local"))
+    _close(module, expected, "Trainer on a kvstore, %s" % kind)
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
 def test_starting_from_zero_state_would_part(kind, tmp_path):
     """The comparison above can fail: a fresh optimizer's steps N+1.. differ by far more."""
     module, expected = _resume_gluon(kind, False, tmp_path, carry=False)
-    assert _far(module, expected) > 1e-6
+    assert _far(module, expected) > 0.1
 
 
 # --- the Module -----------------------------------------------------------------------------
@@ -394,3 +406,23 @@ def test_cli_writes_an_optimizer_a_torch_only_script_resumes(tmp_path):
         want = p.data().asnumpy()
         worst = float(np.abs(after[p.name] - want).max())
         assert worst <= 1e-12 * max(float(np.abs(want).max()), 1e-6), (p.name, worst)
+
+
+def test_cli_refuses_a_states_file_without_the_optimizer(tmp_path):
+    """A Module's file holds the states alone: no settings to rebuild the optimizer from."""
+    batches = _batches()
+    mod = _module(_net(), "sgd")
+    _module_step(mod, *batches[0])
+    prefix = str(tmp_path / "mod")
+    mod.save_checkpoint(prefix, 1, save_optimizer_states=True)
+    cmd = "import sys\nfrom mxcompat.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    run = subprocess.run(
+        [sys.executable, "-c", cmd, "torch", "mod", "1", "--states", "mod-0001.states"],
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 1
+    assert "holds the optimizer's states only" in run.stderr
+    assert "Traceback" not in run.stderr
