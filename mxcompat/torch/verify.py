@@ -12,9 +12,20 @@ from ..convert._common import _fail, _mx
 from . import codegen
 
 
-def _feed(symbol, shapes, rng):
-    """A random input per data input: uniform in [-1, 1), or valid indices where it feeds an
-    Embedding (its input_dim) directly."""
+def _types(symbol, params):
+    """{argument name: numpy dtype}: the parameters' own; the inputs' the one type other than
+    float32 among the parameters' where there is one (a Gluon net cast to float64, or to float16
+    with its BatchNorm kept in float32: MXNet refuses an input of another type), else float32."""
+    arguments = symbol.list_arguments()
+    types = {n: np.dtype(params[n].dtype) for n in arguments if n in params}
+    other = set(types.values()) - {np.dtype(np.float32)}
+    default = other.pop() if len(other) == 1 else np.dtype(np.float32)
+    return {n: types.get(n, default) for n in arguments}
+
+
+def _feed(symbol, shapes, rng, types):
+    """A random input per data input in its inferred type (float32 where none is): uniform in
+    [-1, 1), or valid indices where it feeds an Embedding (its input_dim) directly."""
     nodes = json.loads(symbol.tojson())["nodes"]
     index_range = {}
     for node in nodes:
@@ -26,13 +37,14 @@ def _feed(symbol, shapes, rng):
     feed = {}
     for name, shape in shapes.items():
         if name in index_range:
-            feed[name] = rng.randint(0, index_range[name], shape).astype(np.float32)
+            value = rng.randint(0, index_range[name], shape)
         else:
-            feed[name] = rng.uniform(-1, 1, shape).astype(np.float32)
+            value = rng.uniform(-1, 1, shape)
+        feed[name] = value.astype(types.get(name, np.float32))
     return feed
 
 
-def _mxnet_internals(symbol, params, feed):
+def _mxnet_internals(symbol, params, feed, types):
     """[(output name, array)] of every internal output of ``symbol``, in node order."""
     mx = _mx()
     every = symbol.get_internals()
@@ -52,6 +64,7 @@ def _mxnet_internals(symbol, params, feed):
         executor = internals.simple_bind(
             mx.cpu(),
             grad_req="null",
+            type_dict={n: t for n, t in types.items() if n in internals.list_arguments()},
             **{n: s for n, s in shapes.items() if n in internals.list_arguments()},
         )
     for arrays in (executor.arg_dict, executor.aux_dict):
@@ -92,8 +105,9 @@ def _names(values):
 
 def verify_nodes(module, prog, symbol, params, shapes, rtol, atol, record):
     rng = np.random.RandomState(0)
-    feed = _feed(symbol, shapes, rng)
-    expected = _mxnet_internals(symbol, params, feed)
+    types = _types(symbol, params)
+    feed = _feed(symbol, shapes, rng, types)
+    expected = _mxnet_internals(symbol, params, feed, types)
     was_training = module.training
     module.eval()
     try:
