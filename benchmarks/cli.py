@@ -20,6 +20,9 @@ memory    conversion_memory.py  each conversion's peak RSS growth (probes/conver
 import    import_time.py        ``import mxcompat`` before/after mxnet (probes/import_order.py)
 onnx      onnx_inference.py     ``to_onnx`` in onnxruntime vs MXNet, and the export itself
 torch     torch_inference.py    ``to_torch``'s module vs MXNet, and the conversion itself
+torchtrain torch_training.py    ``to_torch``'s training step vs the same net in torch.nn layers
+                                (fp32, bf16 + channels_last, compiled), BatchNorm and LSTM vs
+                                F.batch_norm and nn.LSTM (needs torch)
 horovod   horovod_step.py       a Horovod step on 2 workers, patched vs not, backbone frozen vs
                                 ``fixed_param_names`` (probes/horovod_step_worker.py; needs Horovod)
 suite     mxnet_suite.py        MXNet's own Module/Gluon/Trainer tests without vs with mxcompat
@@ -67,6 +70,7 @@ from . import (  # noqa: E402
     onnx_inference,
     operator_calls,
     torch_inference,
+    torch_training,
     trainer_step,
 )
 from ._harness import Table  # noqa: E402
@@ -93,6 +97,7 @@ SECTIONS = [
     ("import", import_time),
     ("onnx", onnx_inference),
     ("torch", torch_inference),
+    ("torchtrain", torch_training),
     ("horovod", horovod_step),
     ("suite", mxnet_suite),
     ("longrun", long_run),
@@ -171,7 +176,7 @@ def main(argv=None):
         if not args.only or name in args.only:
             if section is mxnet_suite:
                 section.run(table, configs, reps, source=args.mxnet_src, quick=args.quick)
-            elif section is long_run:
+            elif section is long_run or section is torch_training:
                 section.run(table, configs, reps, quick=args.quick)
             else:
                 section.run(table, configs, reps)
