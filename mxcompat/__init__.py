@@ -24,38 +24,19 @@ from ._core import settings as _settings
 if __doc__ is None:
     __doc__ = "PYTEST_DONT_REWRITE"
 
-from ._core.about import VERSION as __version__
+from ._core import about as _about
 
-__all__ = [
-    "MXCompatWarning",
-    "SUPPORTED",
-    "freeze",
-    "frozen",
-    "frozen_patterns",
-    "frozen_report",
-    "is_frozen",
-    "numpy_legacy",
-    "patch",
-    "patch_names",
-    "patched",
-    "quantize",
-    "to_gluon",
-    "to_module",
-    "to_onnx",
-    "to_torch",
-    "to_torch_optimizer",
-    "unfreeze",
-    "unpatch",
-    "__version__",
-]
+__version__ = _about.VERSION
 
-# What a type checker reads (py.typed): each public name where it lives, with its annotations.
-# At run time they are bound lazily (module __getattr__ below), so nothing more is imported.
+# The public API is _PUBLIC below, listed once; __all__ is made from it.  A type checker
+# cannot run that table, so it reads the same names here (py.typed), each where it lives, with
+# its annotations: tests/core/test_annotations.py holds the two equal.  At run time they are
+# bound lazily (module __getattr__ below), so nothing more is imported.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ._core import registry as _registry
     from ._core.facts import SUPPORTED as SUPPORTED
     from ._core.log import MXCompatWarning as MXCompatWarning
-    from ._core.registry import names as patch_names
     from ._core.registry import patch as patch
     from ._core.registry import patched as patched
     from ._core.registry import unpatch as unpatch
@@ -73,7 +54,9 @@ if TYPE_CHECKING:
     from .torch.convert import to_torch as to_torch
     from .torch.optim import to_torch_optimizer as to_torch_optimizer
 
-# Public name -> (module, attribute).
+    patch_names = _registry.names
+
+# The public API: name -> (module, attribute).
 _PUBLIC = {
     "MXCompatWarning": ("_core.log", "MXCompatWarning"),
     "SUPPORTED": ("_core.facts", "SUPPORTED"),
@@ -96,6 +79,10 @@ _PUBLIC = {
     "unfreeze": ("freeze", "unfreeze"),
     "unpatch": ("_core.registry", "unpatch"),
 }
+# Hidden from type checkers, which read the names above (each `import X as X` or assignment is
+# a re-export).
+if not TYPE_CHECKING:
+    __all__ = list(_PUBLIC) + ["__version__"]
 
 
 class _Package(type(_sys)):  # type: ignore[misc]  # types.ModuleType, without importing types

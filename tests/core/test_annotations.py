@@ -36,6 +36,40 @@ def test_every_parameter_and_the_return_are_annotated(function):
     assert all(isinstance(a, str) for a in function.__annotations__.values())
 
 
+def _type_checkers_view():
+    """{public name: (module, attribute)} as a type checker reads mxcompat/__init__.py: the
+    imports and assignments of its ``if TYPE_CHECKING:`` block."""
+    import ast
+
+    with open(mxcompat.__file__) as f:
+        tree = ast.parse(f.read())
+    (block,) = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING"
+    ]
+    modules, view = {}, {}
+    for node in block.body:
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.asname and alias.asname.startswith("_"):  # a module, for an assignment
+                    modules[alias.asname] = "%s.%s" % (node.module, alias.name)
+                else:
+                    assert alias.asname == alias.name  # `import X as X`: a re-export
+                    view[alias.name] = (node.module, alias.name)
+        elif isinstance(node, ast.Assign):
+            (target,) = node.targets
+            view[target.id] = (modules[node.value.value.id], node.value.attr)
+    return view
+
+
+def test_type_checkers_read_the_public_table():
+    # _PUBLIC is the one list at run time (__all__ is made from it); what a type checker reads
+    # must name the same objects, or a user's mypy sees another API than the one that runs.
+    assert _type_checkers_view() == mxcompat._PUBLIC
+    assert mxcompat.__all__ == list(mxcompat._PUBLIC) + ["__version__"]
+
+
 def test_import_mxcompat_loads_no_typing_module():
     # Only the pre-import finder (and the one-line module of the version) loads at
     # `import mxcompat`: no typing, no __future__.
