@@ -342,7 +342,7 @@ class _SoftmaxOutput(torch.autograd.Function):
             if normalization == "batch":
                 g = g / (out.shape[0] * positions)
             elif normalization == "valid":
-                g = g / max(float(valid.sum()), 1.0)
+                g = g / valid.sum().clamp(min=1.0)  # a tensor: no sync with the device
             elif positions > 1:
                 g = g / positions
             g = (g * grad_scale).reshape(probs.shape)
