@@ -21,6 +21,9 @@ from .._core.log import warn_once
 FUSION = "MXNET_USE_FUSION"
 
 
+_fusion_ours = False  # MXNET_USE_FUSION=0 is mxcompat's (a user's setting is kept as it is)
+
+
 class GPUNotSupported(RuntimeError):
     """The installed MXNet has no code for this GPU."""
 
@@ -83,7 +86,8 @@ def check(device, archs, nvrtc, library):
     if not runs(device.capability, archs):
         raise GPUNotSupported(refusal(device, archs, library))
     if nvrtc_targets(device.capability, nvrtc) is False:
-        if FUSION in os.environ:
+        global _fusion_ours
+        if FUSION in os.environ and not (_fusion_ours and os.environ[FUSION] == "0"):
             return "runs (NVRTC %d.%d cannot compile for it; %s=%s as set)" % (
                 nvrtc[0],
                 nvrtc[1],
@@ -91,6 +95,7 @@ def check(device, archs, nvrtc, library):
                 os.environ[FUSION],
             )
         os.environ[FUSION] = "0"
+        _fusion_ours = True
         warn_once(("gpu-fusion-off", device.index), fusion_warning(device, nvrtc))
         return "runs, fusion off (NVRTC %d.%d cannot compile for it)" % nvrtc
     return "runs"

@@ -25,6 +25,7 @@ ONEDNN_FC = facts.since(facts.ONEDNN_FC_NULL_WEIGHT_SKIPS_BIAS) and "MKLDNN" in 
     facts.build_features() or ()
 )
 ONEDNN_FC_RUNS = ONEDNN_FC and facts.onednn_enabled()
+CUDA_BUILD = "CUDA" in (facts.build_features() or ())
 
 
 def applicable_patches():
@@ -56,6 +57,9 @@ def applicable_patches():
         and facts.scipy_since(facts.SCIPY_CHISQUARE_SUM_CHECK),
         # glibc 2.41+ (unless told otherwise at start) refuses an executable-stack library.
         "exec_stack": glibc_refuses_exec_stack(),
+        # A CUDA build of MXNet (an mxnet-cu11X wheel: the gpu-* env).
+        "cuda_libs": CUDA_BUILD,
+        "gpu_arch": CUDA_BUILD,
     }
     return tuple(n for n in mxcompat.patch_names() if conditional.get(n, True))
 
