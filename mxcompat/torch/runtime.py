@@ -527,6 +527,46 @@ def _weights(params, mode, input_size, state_size, num_layers, bidirectional):
     return cached[1]
 
 
+def _cell(mode, x, h, c, w_ih, w_hh, b_ih, b_hh):
+    gi = F.linear(x, w_ih, b_ih)
+    gh = F.linear(h, w_hh, b_hh)
+    if mode == "lstm":
+        i, f, g, o = (gi + gh).chunk(4, -1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+    if mode == "gru":
+        ir, iz, in_ = gi.chunk(3, -1)
+        hr, hz, hn = gh.chunk(3, -1)
+        r = torch.sigmoid(ir + hr)
+        z = torch.sigmoid(iz + hz)
+        return (1 - z) * torch.tanh(in_ + r * hn) + z * h, None
+    pre = gi + gh
+    return (torch.tanh(pre) if mode == "rnn_tanh" else torch.relu(pre)), None
+
+
+def _rnn_steps(data, weights, state, state_cell, mode, num_layers, dirs, p, training):
+    """The same, step by step: only for what torch.compile traces on a CPU with MXNet's flat
+    vector in training, where AOT autograd fails on the oneDNN kernel given views of a
+    parameter (torch 2.13); a compiled graph unrolls the steps anyway."""
+    x, last_h, last_c = data, [], []
+    for layer in range(num_layers):
+        outs = []
+        for d in range(dirs):
+            k = layer * dirs + d
+            h, c = state[k], state_cell[k] if mode == "lstm" else None
+            seq = [None] * x.shape[0]
+            for t in range(x.shape[0]) if d == 0 else range(x.shape[0] - 1, -1, -1):
+                h, c = _cell(mode, x[t], h, c, *weights[4 * k : 4 * k + 4])
+                seq[t] = h
+            outs.append(torch.stack(seq))
+            last_h.append(h)
+            last_c.append(c)
+        x = torch.cat(outs, -1) if dirs == 2 else outs[0]
+        if p and training and layer < num_layers - 1:
+            x = F.dropout(x, p, True)
+    return x, torch.stack(last_h), torch.stack(last_c) if mode == "lstm" else None
+
+
 def rnn(
     data,
     params,
@@ -553,6 +593,19 @@ def rnn(
         state_cell = data.new_zeros(num_layers * dirs, data.shape[1], state_size)
     weights = _weights(params, mode, data.shape[2], state_size, num_layers, bidirectional)
     dropout = float(p) if training else 0.0
+    if (
+        _compiling()
+        and data.device.type == "cpu"
+        and torch.is_tensor(params)
+        and params.requires_grad
+        and torch.is_grad_enabled()
+    ):
+        out, h, c = _rnn_steps(
+            data, weights, state, state_cell, mode, num_layers, dirs, p, training
+        )
+        if not state_outputs:
+            return out
+        return [out, h, c] if mode == "lstm" else [out, h]
     if mode == "lstm":
         out, h, c = torch.lstm(
             data,

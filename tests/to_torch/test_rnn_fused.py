@@ -266,3 +266,54 @@ def test_inference_views_follow_load_state_dict_and_training_steps():
         with torch.no_grad():
             now = module.rnn_parameters.detach().numpy().copy()
             _close(module(*feed).numpy(), mxnet_forward(now), "after a step")
+
+
+def test_torch_compile_and_export():
+    """``torch.compile`` (one graph) trains the converted model as eager does, and
+    ``torch.export`` gives the same outputs: for a Gluon layer (the kernel) and for MXNet's
+    flat vector in training (step by step there, see ``runtime._rnn_steps``)."""
+    import torch
+
+    from tests.support.models import BATCH as N
+    from tests.support.models import STEPS as T
+    from tests.support.models import language_model
+
+    net, tokens = language_model("lstm")
+    module = mxcompat.to_torch(net, [(T, N)]).train()
+    x = torch.from_numpy(tokens.asnumpy()).long()
+    eager = module(x)
+    eager.sum().backward()
+    grads = {n: p.grad.clone() for n, p in module.named_parameters()}
+    module.zero_grad()
+    compiled = torch.compile(module, backend="aot_eager", fullgraph=True)(x)
+    compiled.sum().backward()
+    _close(compiled.detach().numpy(), eager.detach().numpy(), "compiled", 1e-6)
+    for name, param in module.named_parameters():
+        _close(param.grad.numpy(), grads[name].numpy(), name, 1e-5)
+    module.eval()
+    exported = torch.export.export(module, (x,))
+    _close(exported.module()(x).detach().numpy(), module(x).detach().numpy(), "exported", 1e-6)
+
+    sym = _symbol("lstm", True, False)
+    shapes = {"data": (T, N, INPUT), "rnn_state": (LAYERS * 2, N, HIDDEN)}
+    shapes["rnn_state_cell"] = shapes["rnn_state"]
+    arg_shapes, _, _ = sym.infer_shape(**shapes)
+    shapes = dict(zip(sym.list_arguments(), arg_shapes))
+    params = {
+        "rnn_parameters": mx.nd.array(
+            np.random.RandomState(3).uniform(-1, 1, shapes["rnn_parameters"])
+        )
+    }
+    inputs = [n for n in sym.list_arguments() if n != "rnn_parameters"]
+    flat = mxcompat.to_torch((sym, params, {}), [shapes[n] for n in inputs], verify=False)
+    feed = [torch.rand(shapes[n]) for n in inputs]
+    eager = flat(*feed)
+    eager.sum().backward()
+    grad = flat.rnn_parameters.grad.clone()
+    flat.zero_grad()
+    compiled = torch.compile(flat, backend="aot_eager", fullgraph=True)(*feed)
+    compiled.sum().backward()
+    _close(compiled.detach().numpy(), eager.detach().numpy(), "flat, compiled", 1e-5)
+    _close(flat.rnn_parameters.grad.numpy(), grad.numpy(), "flat, compiled gradient", 1e-5)
+    exported = torch.export.export(flat.eval(), tuple(feed))
+    _close(exported.module()(*feed).detach().numpy(), flat(*feed).detach().numpy(), "flat", 1e-5)
