@@ -4,6 +4,8 @@ Python 3.13, and 3.14/3.15 where they exist, from the registry) are
 tests/packaging/test_install.py's."""
 
 import os
+import shlex
+import sys
 
 import pytest
 from packaging.markers import default_environment
@@ -126,3 +128,53 @@ def test_overrides_give_every_python_exactly_one_numpy(mxnet):
 
 def test_the_overrides_file_ships_in_the_package():
     assert os.path.isfile(install.shipped_overrides_path("1.9.1"))
+
+
+def test_a_cuda_wheel_is_installed_on_the_table_lines_then_its_libraries():
+    c = install.choose("mxnet==1.9.1", "%d.%d" % sys.version_info[:2])
+    proc = mxcompat_cmd("install", "--dry-run", "mxnet-cu117==1.9.1")
+    assert proc.returncode == 0, proc.stderr
+    steps = [s for s in proc.stdout.splitlines() if s.startswith("+ ")]
+    expected = [
+        ["mxnet-cu117==1.9.1" if a == "mxnet==1.9.1" else a for a in step]
+        for step in c.install_steps()
+    ]
+    assert [s.split(" install --disable-pip-version-check ")[1] for s in steps[:-1]] == [
+        " ".join(shlex.quote(a) for a in step) for step in expected
+    ]
+    assert steps[-1] == "+ then the nvidia-*-cu11 packages its libmxnet.so needs (DT_NEEDED)"
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (
+            "mxnet-cu102==1.9.1",
+            "mxnet-cu102 is built for CUDA 10.2, whose libraries NVIDIA publishes as no pip "
+            "package (only CUDA 11's: nvidia-*-cu11), and today's hosts do not have it; the "
+            "nearest CUDA 11 wheel of 1.9.1 is mxnet-cu110==1.9.1",
+        ),
+        (
+            "mxnet-cu92==1.9.1",
+            "mxnet-cu92 is built for CUDA 9.2, whose libraries NVIDIA publishes as no pip "
+            "package (only CUDA 11's: nvidia-*-cu11), and today's hosts do not have it; the "
+            "nearest CUDA 11 wheel of 1.9.1 is mxnet-cu110==1.9.1",
+        ),
+        (
+            "mxnet-mkl==1.6.0",
+            "'mxnet-mkl': mxcompat installs mxnet or a CUDA wheel mxnet-cuXYZ (mxnet-cu117==1.9.1)",
+        ),
+    ],
+)
+def test_cuda_9_and_10_wheels_are_refused_naming_the_nearest_cuda_11_wheel(spec, message):
+    proc = mxcompat_cmd("install", "--dry-run", spec)
+    assert proc.returncode == 2
+    assert proc.stderr == "mxcompat install: %s\n" % message
+
+
+def test_a_release_without_cuda_11_wheels_is_refused_naming_the_newest():
+    with pytest.raises(install.UsageError) as raised:
+        install.cuda.refuse_old_cuda("mxnet-cu101", (10, 1), "1.5.1.post0")
+    assert str(raised.value).endswith(
+        "no release before 1.8 has a CUDA 11 wheel; the newest is mxnet-cu117==1.9.1"
+    )
