@@ -85,7 +85,7 @@ def _twin_resnet(torch, name, classes=10):
 def _gluon_lm():
     from mxnet.gluon import nn, rnn
 
-    class LM(mx.gluon.HybridBlock):
+    class Model(mx.gluon.HybridBlock):
         def __init__(self):
             super().__init__()
             with self.name_scope():
@@ -96,7 +96,7 @@ def _gluon_lm():
         def hybrid_forward(self, F, x):
             return self.out(self.lstm(self.embed(x)))
 
-    net = LM()
+    net = Model()
     net.initialize(mx.init.Xavier())
     net.hybridize()
     net(mx.nd.zeros((LM["steps"], LM["batch"])))
@@ -107,7 +107,7 @@ def _gluon_lm():
 def _twin_lm(torch):
     nn = torch.nn
 
-    class LM(nn.Module):
+    class Model(nn.Module):
         def __init__(self):
             super().__init__()
             self.embed = nn.Embedding(LM["vocab"], LM["embed"])
@@ -117,7 +117,7 @@ def _twin_lm(torch):
         def forward(self, x):
             return self.out(self.lstm(self.embed(x))[0])
 
-    return LM()
+    return Model()
 
 
 def _step(torch, model, x, y, mode, device):
@@ -143,11 +143,9 @@ def _step(torch, model, x, y, mode, device):
     return step
 
 
-def _training_rows(torch, table, reps, device, quick):
-    modes = ["fp32"] if quick else ["fp32", "bf16", "compile"]
-    if os.environ.get("MXCOMPAT_BENCH_MODES"):
-        modes = os.environ["MXCOMPAT_BENCH_MODES"].split(",")
-    for name, side, batch in [QUICK_STEP] if quick else STEPS:
+def _training_rows(torch, table, reps, device, quick, modes=None, steps=None):
+    modes = modes or (["fp32"] if quick else ["fp32", "bf16", "compile"])
+    for name, side, batch in steps or ([QUICK_STEP] if quick else STEPS):
         net = gluon_net(name, side)
         shape = (batch, 3, side, side)
         g = torch.Generator().manual_seed(0)
@@ -199,7 +197,7 @@ def _training_rows(torch, table, reps, device, quick):
         )
 
 
-def _operator_rows(torch, table, reps, device, quick):
+def _batch_norm_rows(torch, table, reps, device, quick):
     from mxcompat.torch import runtime as mxops
 
     F = torch.nn.functional
@@ -233,17 +231,29 @@ def _operator_rows(torch, table, reps, device, quick):
             target="<= 1.1x",
         )
     torch.set_num_threads(before)
-    if quick:
-        return
+
+
+def _rnn_row(torch, table, reps, device):
     from mxnet.gluon import rnn
 
     t, n, c, h = LM["steps"], LM["batch"], LM["embed"], LM["hidden"]
-    layer = rnn.LSTM(h, LM["layers"], input_size=c)
+
+    class Layer(mx.gluon.HybridBlock):  # the layer alone, its begin states made inside
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.lstm = rnn.LSTM(h, LM["layers"], input_size=c)
+
+        def hybrid_forward(self, F, x):
+            return self.lstm(x)
+
+    layer = Layer()
     layer.initialize(mx.init.Xavier())
     layer.hybridize()
     layer(mx.nd.zeros((t, n, c)))
     converted = mxcompat.to_torch(layer, [(t, n, c)], verify=False).to(device).train()
     twin = torch.nn.LSTM(c, h, LM["layers"]).to(device).train()
+    g = torch.Generator().manual_seed(0)
     data = torch.randn(t, n, c, generator=g).to(device).requires_grad_()
     grad = torch.randn(t, n, h, generator=g).to(device)
     times = interleave(
@@ -275,5 +285,7 @@ def run(table, configs, reps, quick=False):
     torch.set_num_threads(threads)
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     for device in devices:
-        _operator_rows(torch, table, reps, device, quick)
+        _batch_norm_rows(torch, table, reps, device, quick)
+        if not quick:
+            _rnn_row(torch, table, reps, device)
         _training_rows(torch, table, reps, device, quick)
