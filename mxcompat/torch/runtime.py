@@ -104,7 +104,7 @@ def batch_norm(
 
 # MXNet's momentum is a float32 parameter: 1 - 0.9 weighs the batch as 0.1000000238.  Rounded
 # once per value, not per call.
-_FLOAT32 = {}
+_FLOAT32: "dict[float, float]" = {}
 
 
 def _float32(value):
