@@ -32,7 +32,14 @@ TEST_ONLY = {
 # tox envs that are a combination plus one factor testing mxcompat itself (the wrapt floor,
 # SciPy beside MXNet); such an env tests its combination, which then needs no env of its own.
 VARIANT_FACTORS = {"wrapt114": {"wrapt==1.14.1"}, "scipy": {"scipy"}}
-NOT_COMBINATIONS = {"bench", "packaging", "typing", "docs", "docs-py313"}
+NOT_COMBINATIONS = {
+    "bench",
+    "packaging",
+    "typing",
+    "docs",
+    "docs-py313",
+    "gpu-py313-mxnet191-cu117",
+}
 # Envs that run one file on a combination, in a section of their own (Horovod): hvd-<combination>.
 # (Horovod, hvd-; the torch extra, torch-<mxNN> on the mxNN combination.)
 ON_A_COMBINATION = ("hvd-", "torch-")
