@@ -15,6 +15,7 @@ import re
 
 # What the generated module's code sees; `mxops` is mxcompat/torch/runtime.py.
 # The emitters register themselves in nodes.EMITTERS when their modules are imported.
+from ..convert.shared import LOSS_HEADS, node_attrs
 from . import layers, tensors  # noqa: F401
 from .nodes import EMITTERS, Node, Unsupported, _bool, _tuple
 
@@ -31,15 +32,6 @@ def mxnet_name(name):
 
 SUPPORTED = tuple(sorted(EMITTERS))
 
-# Loss heads: their label input is an optional forward argument (None: inference).
-LOSS_HEADS = {
-    "SoftmaxOutput",
-    "Softmax",
-    "LinearRegressionOutput",
-    "LogisticRegressionOutput",
-    "MAERegressionOutput",
-}
-
 
 # --- the graph ------------------------------------------------------------------------------------
 
@@ -49,7 +41,7 @@ def load(text):
     graph = json.loads(text)
     nodes = []
     for node in graph["nodes"]:
-        attrs = node.get("attrs") or node.get("attr") or node.get("param") or {}
+        attrs = node_attrs(node)
         nodes.append(
             {
                 "op": node["op"],
