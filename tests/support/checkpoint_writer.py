@@ -1,0 +1,164 @@
+"""Checkpoints written by real MXNet releases, for the tests that convert them without MXNet.
+
+``writer_python(row)`` is a cached virtualenv with that row of mxcompat's versions table (its
+MXNet on its own Python and NumPy pins), built by mxcompat's environment builder as the
+reference environments are (tests/support/reference_env.py), under ``MXCOMPAT_TEST_CACHE``.
+Run there as ``python -m tests.support.checkpoint_writer DIR`` (without mxcompat: the release
+as it was), it writes each model family as ``DIR/FAMILY-symbol.json`` and ``DIR/FAMILY-0000.params``
+with a seeded input and MXNet's own output beside it (``DIR/FAMILY-io.npz``: ``data``, ``out``).
+"""
+
+import os
+import subprocess
+import sys
+
+# Small inputs: the families' structure is what the formats carry; size only costs time.
+FAMILIES = {
+    "resnet": (1, 3, 32, 32),
+    "mobilenet": (1, 3, 32, 32),
+    "densenet": (1, 3, 56, 56),  # its last pooling is 7x7, after an 8-fold reduction
+    "lstm_lm": (5, 2),
+    "transformer": (2, 6, 16),
+}
+LSTM_VOCAB = 50
+
+
+def writer_python(row):
+    """The Python of the cached env of the versions-table row ``row`` (e.g. ``"mx131"``)."""
+    from mxcompat import _envs
+    from mxcompat._core import versions
+
+    from .reference_env import REFERENCE_EXTRAS, Unavailable, cache_dir
+
+    combo = versions.by_name(row)
+    name = "mxnet-%s-py%s-numpy-%s" % (combo.mxnet, combo.python, combo.numpy_version)
+
+    def distutils(root):
+        if _envs.lacks_distutils(root):  # MXNet 1.6+ imports distutils (setuptools has it)
+            with open(root + ".log", "a") as logf:
+                _envs.pip_install(_envs.find_uv(required=False), root, ["setuptools"], logf)
+
+    steps = [
+        ["--no-deps", "mxnet==" + combo.mxnet],
+        [combo.numpy] + list(REFERENCE_EXTRAS),
+    ]
+    try:
+        return _envs.cached(cache_dir(), name, combo.python, steps, after=distutils)
+    except _envs.EnvError as e:
+        raise Unavailable("cannot build MXNet %s's env: %s" % (combo.mxnet, e)) from None
+
+
+def write(python, directory):
+    """Run this module in ``python`` (a release's env, without mxcompat) into ``directory``."""
+    from mxcompat.patches import exec_stack
+
+    from .repo import ROOT
+
+    env = exec_stack.without_mxcompat(dict(os.environ))
+    proc = subprocess.run(
+        [python, "-m", "tests.support.checkpoint_writer", directory],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError("the writer failed in %s:\n%s" % (python, proc.stderr[-4000:]))
+
+
+# --- what runs in the release's env (MXNet and NumPy only) ----------------------------------------
+
+
+def _transformer(mx):
+    """One encoder block of MXNet operators: attention by batch_dot and softmax, LayerNorm,
+    FullyConnected with flatten=False."""
+    units, heads = 16, 2
+    x = mx.sym.var("data")
+    q = mx.sym.FullyConnected(x, num_hidden=units, flatten=False, name="q")
+    k = mx.sym.FullyConnected(x, num_hidden=units, flatten=False, name="k")
+    v = mx.sym.FullyConnected(x, num_hidden=units, flatten=False, name="v")
+
+    def split(t):  # (B, T, U) -> (B * H, T, U / H)
+        t = mx.sym.reshape(t, shape=(0, 0, heads, -1))
+        t = mx.sym.transpose(t, axes=(0, 2, 1, 3))
+        return mx.sym.reshape(t, shape=(-3, -2))
+
+    score = mx.sym.batch_dot(split(q), split(k), transpose_b=True) / (units / heads) ** 0.5
+    att = mx.sym.batch_dot(mx.sym.softmax(score, axis=-1), split(v))
+    att = mx.sym.reshape(att, shape=(-4, -1, heads, 0, 0))
+    att = mx.sym.reshape(mx.sym.transpose(att, axes=(0, 2, 1, 3)), shape=(0, 0, -1))
+    h = mx.sym.LayerNorm(x + mx.sym.FullyConnected(att, num_hidden=units, flatten=False, name="o"))
+    ff = mx.sym.Activation(
+        mx.sym.FullyConnected(h, num_hidden=32, flatten=False, name="ff1"), act_type="relu"
+    )
+    return mx.sym.LayerNorm(h + mx.sym.FullyConnected(ff, num_hidden=units, flatten=False, name="ff2"))
+
+
+def _lstm_lm(mx):
+    """Embedding, a two-layer LSTM (unrolled cells, as 1.3.1 has them too), a decoder."""
+    data = mx.sym.var("data")  # (T, N) token ids
+    emb = mx.sym.Embedding(data, input_dim=LSTM_VOCAB, output_dim=8, name="embed")
+    cells = mx.rnn.SequentialRNNCell()
+    for i in range(2):
+        cells.add(mx.rnn.LSTMCell(12, prefix="lstm_l%d_" % i))
+    outputs, _ = cells.unroll(FAMILIES["lstm_lm"][0], emb, layout="TNC", merge_outputs=True)
+    return mx.sym.FullyConnected(outputs, num_hidden=LSTM_VOCAB, flatten=False, name="decoder")
+
+
+def _gluon(mx, family):
+    from mxnet.gluon.model_zoo import vision
+
+    net = {
+        "resnet": lambda: vision.resnet18_v1(classes=10),
+        "mobilenet": lambda: vision.mobilenet0_25(classes=10),
+        "densenet": lambda: vision.DenseNet(8, 4, [2, 2], classes=10),
+    }[family]()
+    net.initialize(mx.init.Xavier(magnitude=2.5))
+    return net
+
+
+def _randomise_stats(mx, arrays, rng):
+    """Non-trivial BatchNorm statistics, so that a mixed-up mean and variance would show."""
+    for name, array in arrays.items():
+        if name.endswith(("running_mean", "moving_mean")):
+            array[:] = rng.uniform(-0.2, 0.2, array.shape)
+        elif name.endswith(("running_var", "moving_var")):
+            array[:] = rng.uniform(0.5, 1.5, array.shape)
+
+
+def main(directory):
+    import mxnet as mx
+    import numpy as np
+
+    os.makedirs(directory, exist_ok=True)
+    for family, shape in FAMILIES.items():
+        mx.random.seed(0)
+        rng = np.random.RandomState(0)
+        if family == "lstm_lm":
+            data = rng.randint(0, LSTM_VOCAB, shape).astype(np.float32)
+        else:
+            data = rng.uniform(-1, 1, shape).astype(np.float32)
+        prefix = os.path.join(directory, family)
+        if family in ("lstm_lm", "transformer"):
+            sym = _lstm_lm(mx) if family == "lstm_lm" else _transformer(mx)
+            mod = mx.mod.Module(sym, data_names=["data"], label_names=None)
+            mod.bind(data_shapes=[("data", shape)], for_training=False)
+            mod.init_params(mx.init.Uniform(0.3))
+            args, auxs = mod.get_params()
+            mx.model.save_checkpoint(prefix, 0, sym, args, auxs)
+            mod.forward(mx.io.DataBatch([mx.nd.array(data)]), is_train=False)
+            out = mod.get_outputs()[0].asnumpy()
+        else:
+            net = _gluon(mx, family)
+            net(mx.nd.array(data))  # shapes: deferred initialisation
+            params = net.collect_params()
+            _randomise_stats(mx, {n: p.data() for n, p in params.items()}, rng)
+            net.hybridize()
+            out = net(mx.nd.array(data)).asnumpy()
+            net.export(prefix, 0)
+        np.savez(prefix + "-io.npz", data=data, out=out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
