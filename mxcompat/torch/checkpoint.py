@@ -1,0 +1,318 @@
+"""MXNet's checkpoint files read with NumPy alone: no mxnet import, ever (the way out for
+machines where MXNet cannot be installed).
+
+- ``PREFIX-EPOCH.params`` (``mx.nd.save``, ``Module.save_checkpoint``, Gluon's
+  ``save_parameters``): the NDArray list (a magic number and a reserved word, the arrays, the
+  names), each array in one of its four layouts: the legacy one (no magic: the first word is
+  the number of dimensions, then 32-bit dimensions), V1 (64-bit dimensions), V2 (a storage
+  type: MXNet 1.x's usual one) and V3 (NumPy shape semantics, ``npx.set_np()``: 0-d arrays).
+- ``PREFIX-symbol.json``: the graph of every release, normalised to today's form.
+- A states file (``Module.save_optimizer_states``, ``Trainer.save_states``): a pickle of the
+  Updater's states, with the optimizer when it was dumped, read by an Unpickler that maps
+  MXNet's classes to records and refuses every other class.
+
+Every failure is one ``CheckpointError`` naming the file, the byte offset and what was
+expected; nothing is returned half-read."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+
+from ..convert.shared import node_attrs
+
+LIST_MAGIC = 0x112
+V1_MAGIC, V2_MAGIC, V3_MAGIC = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
+# mshadow's type flags: 0-6 in every release, bool from 1.6, the rest from 1.7.
+DTYPES = {
+    0: "<f4",
+    1: "<f8",
+    2: "<f2",
+    3: "u1",
+    4: "<i4",
+    5: "i1",
+    6: "<i8",
+    7: "?",
+    8: "<i2",
+    9: "<u2",
+    10: "<u4",
+    11: "<u8",
+    12: "<u2",  # bfloat16: read as its bits, then widened to float32 (exactly)
+}
+BFLOAT16 = 12
+STORAGE = {0: "default", 1: "row_sparse", 2: "csr"}
+DEVICES = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+
+
+class CheckpointError(ValueError):
+    """A file that is not what MXNet writes, in mxcompat's words: the file, the byte offset,
+    what was expected there and what was found."""
+
+
+def _error(where, offset, expected, found=None):
+    at = "" if offset is None else ", at byte %d" % offset
+    tail = "" if found is None else ", found %s" % found
+    return CheckpointError("mxcompat: %s%s: expected %s%s" % (where, at, expected, tail))
+
+
+def _read(path, what):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise CheckpointError("mxcompat: cannot read the %s %s: %s" % (what, path, exc)) from None
+
+
+class _Reader:
+    """A cursor over the bytes of one file; every read checks the bytes are there first."""
+
+    def __init__(self, data, offset, where):
+        self.data, self.offset, self.where = data, offset, where
+
+    def take(self, n, what):
+        if n < 0 or n > len(self.data) - self.offset:
+            left = len(self.data) - self.offset
+            raise _error(self.where, self.offset, "%s (%d bytes)" % (what, n), "%d left" % left)
+        start = self.offset
+        self.offset += n
+        return start
+
+    def unpack(self, fmt, what):
+        start = self.take(struct.calcsize(fmt), what)
+        return struct.unpack_from(fmt, self.data, start)[0]
+
+    def left(self):
+        return len(self.data) - self.offset
+
+
+def _shape(r, signed_ndim, dim_fmt, what):
+    at = r.offset
+    ndim = r.unpack("<i" if signed_ndim else "<I", "the number of dimensions of " + what)
+    if ndim < -1 or ndim * struct.calcsize(dim_fmt) > r.left():
+        raise _error(r.where, at, "the number of dimensions of " + what, ndim)
+    if ndim == -1:
+        return None
+    start = r.take(ndim * struct.calcsize(dim_fmt), "the dimensions of " + what)
+    dims = struct.unpack_from("<%d%s" % (ndim, dim_fmt), r.data, start)
+    if any(d < -1 for d in dims):
+        raise _error(r.where, start, "dimensions of %s of at least 0" % what, dims)
+    return tuple(dims)
+
+
+def read_ndarray(data, offset, where):
+    """One array in MXNet's per-array layout (an NDArray pickle's bytes carry it too) at
+    ``offset`` of ``data``: ``(numpy array, offset after it)``; the array is None for MXNet's
+    empty (none) NDArray.  ``where``: the file, for the messages."""
+    r = _Reader(data, offset, where)
+    start = offset
+    magic = r.unpack("<I", "an NDArray's magic number")
+    what = "the array's shape"
+    if magic in (V2_MAGIC, V3_MAGIC):
+        at = r.offset
+        stype = r.unpack("<i", "the storage type")
+        if stype != 0:
+            kind = STORAGE.get(stype)
+            if kind is None:
+                raise _error(where, at, "a storage type (0: default)", stype)
+            raise _error(where, at, "a dense array (mxcompat reads no sparse ones)", kind)
+        shape = _shape(r, True, "q", what)
+        # V2 keeps MXNet's old meaning: no dimensions is no array; V3 has 0-d arrays.
+        if shape is None or (magic == V2_MAGIC and not shape) or -1 in shape:
+            return None, r.offset
+    elif magic == V1_MAGIC:
+        shape = _shape(r, False, "q", what)
+        if not shape:
+            return None, r.offset
+    else:  # the oldest layout: this word is the number of dimensions, then 32-bit ones
+        if magic * 4 > r.left():
+            raise _error(
+                where, start, "an NDArray's magic number (0xF993FAC9, 0xF993FACA)", hex(magic)
+            )
+        r.offset = start
+        shape = _shape(r, False, "I", what)
+        if not shape:
+            return None, r.offset
+    at = r.offset
+    device = r.unpack("<i", "the array's device type")
+    if device not in DEVICES:
+        raise _error(where, at, "a device type (1: cpu, 2: gpu)", device)
+    r.unpack("<i", "the array's device id")
+    at = r.offset
+    flag = r.unpack("<i", "the array's type flag")
+    if flag not in DTYPES:
+        raise _error(where, at, "a type flag MXNet defines (0 to 12)", flag)
+    dtype = np.dtype(DTYPES[flag])
+    size = 1
+    for d in shape:
+        size *= d
+    begin = r.take(size * dtype.itemsize, "the array's data")
+    if not size:
+        return np.zeros(shape, "f4" if flag == BFLOAT16 else dtype.newbyteorder("=")), r.offset
+    array = np.frombuffer(data, dtype, size, begin).reshape(shape)
+    if flag == BFLOAT16:
+        array = (array.astype("<u4") << 16).view("<f4")
+    return array.astype(array.dtype.newbyteorder("="), copy=True), r.offset
+
+
+def read_ndarray_list(data, where):
+    """``mx.nd.save``'s format: ``(arrays, names)``, the names ``[]`` for a list saved
+    without names.  The whole of ``data`` must be the list."""
+    r = _Reader(data, 0, where)
+    magic = r.unpack("<Q", "the NDArray list magic 0x112")
+    if magic != LIST_MAGIC:
+        raise _error(where, 0, "the NDArray list magic 0x112 (an MXNet .params file)", hex(magic))
+    r.unpack("<Q", "the reserved word")
+    at = r.offset
+    count = r.unpack("<Q", "the number of arrays")
+    if count > r.left() // 4:
+        raise _error(where, at, "a number of arrays the file can hold", count)
+    arrays = []
+    for _ in range(count):
+        array, r.offset = read_ndarray(data, r.offset, where)
+        arrays.append(array)
+    at = r.offset
+    n_names = r.unpack("<Q", "the number of names")
+    if n_names not in (0, count):
+        raise _error(where, at, "%d names (one per array) or none" % count, n_names)
+    names = []
+    for _ in range(n_names):
+        at = r.offset
+        length = r.unpack("<Q", "a name's length")
+        start = r.take(length, "a name")
+        try:
+            names.append(data[start : start + length].decode("utf-8"))
+        except UnicodeDecodeError:
+            raise _error(where, at, "a name in UTF-8") from None
+    if r.left():
+        raise _error(where, r.offset, "the end of the file", "%d more bytes" % r.left())
+    return arrays, names
+
+
+class Params:
+    """A ``.params`` file: ``arrays`` ({name: numpy array}, in the file's order; ``{}`` for a
+    list saved without names, whose arrays are ``values``), ``arg`` and ``aux`` (the arrays
+    named ``arg:NAME`` and ``aux:NAME``, by NAME: a Module's checkpoint)."""
+
+    def __init__(self, values, names):
+        self.values = values
+        self.names = names
+        self.arrays = dict(zip(names, values))
+        self.arg = {n[4:]: v for n, v in self.arrays.items() if n.startswith("arg:")}
+        self.aux = {n[4:]: v for n, v in self.arrays.items() if n.startswith("aux:")}
+
+    def __repr__(self):
+        return "Params(%d arrays, %d arg, %d aux)" % (
+            len(self.values),
+            len(self.arg),
+            len(self.aux),
+        )
+
+
+def read_params(path):
+    """The arrays of a ``.params`` file (any release 1.3.1 ... 1.9.1) as a ``Params``."""
+    path = str(path)
+    values, names = read_ndarray_list(_read(path, "parameters file"), path)
+    empty = [i for i, v in enumerate(values) if v is None]
+    if empty:
+        raise _error(path, None, "arrays, not MXNet's empty NDArray (array %d)" % empty[0])
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise _error(path, None, "each name once", "%r more than once" % twice[:3])
+    return Params(values, names)
+
+
+# --- the symbol JSON ---------------------------------------------------------------------
+
+
+def _entry(value, n_nodes, where, what):
+    """A node entry ``[node, output, version]`` (files before nnvm's versions have 2 items)."""
+    if (
+        not isinstance(value, list)
+        or len(value) not in (2, 3)
+        or not all(type(v) is int for v in value)
+        or not 0 <= value[0] < n_nodes
+        or value[1] < 0
+    ):
+        raise _error(where, None, "%s as [node, output(, version)] of a node" % what, repr(value))
+    return [value[0], value[1], value[2] if len(value) == 3 else 0]
+
+
+def normalise_symbol(graph, where="the symbol JSON"):
+    """``Symbol.tojson()``'s graph (already parsed) in today's form: each node with "op",
+    "name", "inputs" ([node, output, version] each) and "attrs" (from "attr" or "param" in
+    older files); "arg_nodes", "heads", "node_row_ptr" when given, and the graph's "attrs"."""
+    if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list):
+        raise _error(where, None, 'a graph with "nodes" (MXNet\'s symbol JSON)')
+    nodes = []
+    for i, node in enumerate(graph["nodes"]):
+        what = "node %d" % i
+        if not isinstance(node, dict) or not all(
+            isinstance(node.get(k), str) for k in ("op", "name")
+        ):
+            raise _error(where, None, '%s with a string "op" and "name"' % what)
+        attrs = node_attrs(node)
+        if not isinstance(attrs, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in attrs.items()
+        ):
+            raise _error(where, None, "%s's attributes as strings" % what)
+        inputs = node.get("inputs", [])
+        if not isinstance(inputs, list):
+            raise _error(where, None, "%s's inputs as a list" % what)
+        # Inputs come before their node: a graph in topological order, as MXNet writes it.
+        inputs = [_entry(e, i, where, "%s's input" % what) for e in inputs]
+        if node["op"] == "null" and inputs:
+            raise _error(where, None, "%s (a variable) without inputs" % what)
+        out = {k: v for k, v in node.items() if k not in ("attr", "attrs", "param")}
+        out.update(op=node["op"], name=node["name"], inputs=inputs, attrs=dict(attrs))
+        nodes.append(out)
+    result = {"nodes": nodes}
+    n = len(nodes)
+    variables = [i for i, node in enumerate(nodes) if node["op"] == "null"]
+    arg_nodes = graph.get("arg_nodes", variables)
+    if not isinstance(arg_nodes, list) or sorted(arg_nodes) != variables:
+        raise _error(where, None, '"arg_nodes" listing the variables %r' % variables[:8])
+    result["arg_nodes"] = list(arg_nodes)
+    heads = graph.get("heads")
+    if not isinstance(heads, list) or not heads:
+        raise _error(where, None, '"heads", the outputs as [node, output, version]')
+    result["heads"] = [_entry(h, n, where, "a head") for h in heads]
+    if "node_row_ptr" in graph:
+        ptr = graph["node_row_ptr"]
+        if not isinstance(ptr, list) or len(ptr) != n + 1 or not all(type(p) is int for p in ptr):
+            raise _error(where, None, '"node_row_ptr" with %d entries' % (n + 1))
+        result["node_row_ptr"] = list(ptr)
+    attrs = graph.get("attrs", {})
+    if not isinstance(attrs, dict):
+        raise _error(where, None, 'the graph\'s "attrs" as an object')
+    result["attrs"] = dict(attrs)
+    return result
+
+
+def symbol_version(graph):
+    """The release that wrote ``graph`` (normalised) as MXNet's number (10901 for 1.9.1),
+    or None for files older than the number."""
+    value = graph["attrs"].get("mxnet_version")
+    if isinstance(value, list) and len(value) == 2 and type(value[1]) is int:
+        return value[1]
+    return None
+
+
+def read_symbol(path):
+    """``PREFIX-symbol.json`` of any release, normalised (``normalise_symbol``)."""
+    path = str(path)
+    data = _read(path, "symbol file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _error(path, exc.start, "text in UTF-8 (a symbol JSON)") from None
+    try:
+        graph = json.loads(text)
+    except ValueError as exc:
+        pos = getattr(exc, "pos", None)
+        at = None if pos is None else len(text[:pos].encode("utf-8"))
+        raise _error(path, at, "JSON (%s)" % getattr(exc, "msg", exc)) from None
+    except RecursionError:
+        raise _error(path, None, "JSON nested as MXNet writes it") from None
+    return normalise_symbol(graph, path)
