@@ -24,7 +24,7 @@ _CONTAINER = struct.Struct("<IHHQ")
 _ENTRY = struct.Struct("<HHIQ")
 _ARCH_AT = 28
 
-_memo = {}
+_memo: dict = {}
 
 
 class Architectures:

@@ -206,7 +206,7 @@ def library():
     return None
 
 
-_builds = {}
+_builds: dict = {}
 
 
 def cuda_build(path=None):

@@ -16,7 +16,7 @@ from ..cuda import driver, fatbin, guard, libs
 
 PATCH = "gpu_arch"
 
-_checked = set()  # device ids that passed
+_checked: set = set()  # device ids that passed
 
 
 def check_device(index):

@@ -20,6 +20,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from typing import IO
 
 from ... import _envs
 from ..._core import versions
@@ -210,7 +211,7 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cuda_libraries(args: argparse.Namespace, uv: str | None, out) -> int:
+def _cuda_libraries(args: argparse.Namespace, uv: str | None, out: IO[str]) -> int:
     """The nvidia-*-cu11 packages the installed libmxnet.so names, installed."""
     from ...cuda import libs
 
