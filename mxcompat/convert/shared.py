@@ -3,6 +3,11 @@
 wrote, the loss heads, and the input shapes a model is given or already knows.  Imports no MXNet
 at module level (``torch/codegen.py`` runs without it)."""
 
+import contextlib
+import os
+
+from .._core import facts
+from .._core.scope import SharedScope
 from ._common import _check_shape, _fail, _mx, _names
 
 # Loss heads, the operators a Module ends in that need a label at training, grouped by what
@@ -81,3 +86,53 @@ def shape_list(input_shapes, inputs, known, where):
             % (len(shapes), len(inputs), _names(inputs)),
         )
     return shapes
+
+
+def worst_difference(expected, actual, rtol, atol):
+    """(largest |difference|, whether it is beyond ``atol + rtol * max|expected|``) of two
+    NumPy arrays of one output.  Relative to the output's largest value: float32 sums in
+    another order differ by a few ulps of the large terms, which may show in a small element.
+    A NaN on one side only is a difference; a shape mismatch is an infinite one."""
+    import numpy as np
+
+    if expected.shape != actual.shape:
+        return float("inf"), True
+    if not expected.size:
+        return 0.0, False
+    expected = expected.astype(np.float64)
+    actual = actual.astype(np.float64)
+    diff = np.abs(actual - expected)
+    worst = float(np.nanmax(diff)) if not np.isnan(diff).all() else float("nan")
+    nan_mismatch = bool((np.isnan(actual) != np.isnan(expected)).any())
+    return worst, nan_mismatch or worst > atol + rtol * float(np.nanmax(np.abs(expected)))
+
+
+def _subgraph_backend_none():
+    saved = os.environ.get("MXNET_SUBGRAPH_BACKEND")
+    os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
+
+    def undo():
+        if saved is None:
+            os.environ.pop("MXNET_SUBGRAPH_BACKEND", None)
+        else:
+            os.environ["MXNET_SUBGRAPH_BACKEND"] = saved
+
+    return undo
+
+
+# Process-wide (os.environ), so counted across threads: two verifications overlapping out of
+# order must not leave it set for good.
+_subgraph_off = SharedScope(_subgraph_backend_none)
+
+
+@contextlib.contextmanager
+def no_subgraph_backend():
+    """MXNet's oneDNN builds partition a graph into fused subgraphs at bind (a convolution with
+    the activation after it): the fused node's inner outputs are then not the operators' own,
+    and one whose inner outputs are all graph outputs fails to bind ("in_arg_ctx_map").  MXNet
+    reads MXNET_SUBGRAPH_BACKEND at each bind: off for the binds inside."""
+    if not facts.has_mkldnn():  # without oneDNN nothing is partitioned (and 1.5 refuses NONE)
+        yield
+        return
+    with _subgraph_off:
+        yield

@@ -1,14 +1,11 @@
 """``to_onnx(verify=True)``: the exported model run in onnxruntime against MXNet, and where
 they part.  Loaded at the first verification only."""
 
-import contextlib
 import json
-import os
 import sys
 
-from .._core import facts
-from .._core.scope import SharedScope
 from ..convert._common import _mx
+from ..convert.shared import no_subgraph_backend, worst_difference
 from .mxnet_exporter import _import_onnxruntime
 
 
@@ -36,22 +33,6 @@ def _onnx_outputs(model, feed):
 
 def _onnx_name(mx_name):
     return mx_name[: -len("_output")] if mx_name.endswith("_output") else mx_name
-
-
-def _worst(expected, actual, rtol, atol):
-    """(largest |difference|, whether it is beyond tolerance)."""
-    import numpy as np
-
-    if expected.shape != actual.shape:
-        return float("inf"), True
-    if not expected.size:
-        return 0.0, False
-    expected = expected.astype(np.float64)
-    diff = np.abs(actual.astype(np.float64) - expected)
-    # Relative to the output's largest value: float32 sums in another order differ by a
-    # few ulps of the large terms, which may show in a small element of the result.
-    worst = float(diff.max())
-    return worst, worst > atol + rtol * float(np.abs(expected).max())
 
 
 def _verify(model, symbol, params, inputs, shapes, rtol, atol):
@@ -87,7 +68,7 @@ def _verify(model, symbol, params, inputs, shapes, rtol, atol):
         if a is None:
             failures.append((name, float("inf")))
             continue
-        worst, bad = _worst(e, a, rtol, atol)
+        worst, bad = worst_difference(e, a, rtol, atol)
         if bad:
             failures.append((name, worst))
     if failures:
@@ -101,36 +82,6 @@ def _verify(model, symbol, params, inputs, shapes, rtol, atol):
                 _first_difference(model, symbol, params, feed, rtol, atol),
             )
         )
-
-
-def _subgraph_backend_none():
-    saved = os.environ.get("MXNET_SUBGRAPH_BACKEND")
-    os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
-
-    def undo():
-        if saved is None:
-            os.environ.pop("MXNET_SUBGRAPH_BACKEND", None)
-        else:
-            os.environ["MXNET_SUBGRAPH_BACKEND"] = saved
-
-    return undo
-
-
-# Process-wide (os.environ), so counted across threads: two diagnoses overlapping out of
-# order must not leave it set for good.
-_subgraph_off = SharedScope(_subgraph_backend_none)
-
-
-@contextlib.contextmanager
-def _no_subgraph_backend():
-    """MXNet's oneDNN builds (1.7+) partition a graph into fused subgraphs at bind; one whose
-    inner outputs are all graph outputs fails to bind ("in_arg_ctx_map").  MXNet reads
-    MXNET_SUBGRAPH_BACKEND at each bind: off for this one (a diagnosis, after a failure)."""
-    if not facts.has_mkldnn():  # 1.5 refuses the name NONE; without oneDNN, no partition
-        yield
-        return
-    with _subgraph_off:
-        yield
 
 
 def _first_difference(model, symbol, params, feed, rtol, atol):
@@ -156,7 +107,7 @@ def _first_difference(model, symbol, params, feed, rtol, atol):
         # Only the operators' outputs: a Group of the internals with their variables
         # cannot be bound on every release.
         probe_symbol = _mx().sym.Group([internals[mx_names.index(n)] for n in wanted])
-        with _no_subgraph_backend():
+        with no_subgraph_backend():
             expected = dict(zip(wanted, _mxnet_outputs(probe_symbol, params, feed)))
         names, actual = _onnx_outputs(probe, feed)
     except Exception as err:
@@ -164,7 +115,7 @@ def _first_difference(model, symbol, params, feed, rtol, atol):
     got = dict(zip(names, actual))
     ops = {n["name"]: n["op"] for n in json.loads(symbol.tojson())["nodes"]}
     for name in wanted:
-        worst, bad = _worst(expected[name], got[_onnx_name(name)], rtol, atol)
+        worst, bad = worst_difference(expected[name], got[_onnx_name(name)], rtol, atol)
         if bad:
             node = _onnx_name(name)
             return "the first node that differs is %r (%s), largest difference %.3g" % (

@@ -1,14 +1,12 @@
 """``to_torch(verify=True)``: every node of the converted module against MXNet's, on one seeded
 random input, in eval mode; the first node that differs is named."""
 
-import contextlib
 import json
-import os
 
 import numpy as np
 
-from .._core import facts
 from ..convert._common import _fail, _mx
+from ..convert.shared import no_subgraph_backend, node_attrs, worst_difference
 from . import codegen
 
 
@@ -32,7 +30,7 @@ def _feed(symbol, shapes, rng, types):
         if node["op"] == "Embedding":
             source = nodes[node["inputs"][0][0]]
             if source["op"] == "null":
-                attrs = node.get("attrs") or node.get("attr") or node.get("param") or {}
+                attrs = node_attrs(node)
                 index_range[source["name"]] = int(attrs["input_dim"])
     feed = {}
     for name, shape in shapes.items():
@@ -60,7 +58,7 @@ def _mxnet_internals(symbol, params, feed, types):
     unknown = [n for n, s in shapes.items() if n not in params and (not s or 0 in s)]
     if unknown:
         raise _fail("to_torch", "cannot infer the shape of %s from input_shapes" % _names(unknown))
-    with _unfused():
+    with no_subgraph_backend():
         executor = internals.simple_bind(
             mx.cpu(),
             grad_req="null",
@@ -79,26 +77,6 @@ def _mxnet_internals(symbol, params, feed, types):
     return list(zip(internals.list_outputs(), [o.asnumpy() for o in outputs]))
 
 
-@contextlib.contextmanager
-def _unfused():
-    """MXNet's oneDNN builds fuse a convolution with the activation after it when binding (from
-    1.6): the fused node's inner outputs are then not the operators' own.  The variable is read
-    at each bind."""
-    old = os.environ.get("MXNET_SUBGRAPH_BACKEND")
-    # Before 1.6 nothing is fused unless the variable asks, and "NONE" is no backend there.
-    if facts.parse_version(_mx().__version__) >= (1, 6):
-        os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
-    else:
-        os.environ.pop("MXNET_SUBGRAPH_BACKEND", None)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("MXNET_SUBGRAPH_BACKEND", None)
-        else:
-            os.environ["MXNET_SUBGRAPH_BACKEND"] = old
-
-
 def _names(values):
     return ", ".join(repr(v) for v in values)
 
@@ -114,7 +92,13 @@ def verify_nodes(module, prog, symbol, params, shapes, rtol, atol, record):
         actual = record(module, prog, feed)
     finally:
         module.train(was_training)
-    nodes, _ = codegen.load(symbol.tojson())
+    compare_nodes(symbol.tojson(), actual, expected, rtol, atol)
+
+
+def compare_nodes(graph_json, actual, expected, rtol, atol):
+    """Name the first node whose output in ``actual`` ({node: output(s)}, the recording
+    forward's) differs from MXNet's ``expected`` ([(output name, array)], in node order)."""
+    nodes, _ = codegen.load(graph_json)
     position = 0
     for node in nodes:
         if node["op"] == "null":
@@ -129,7 +113,7 @@ def verify_nodes(module, prog, symbol, params, shapes, rtol, atol, record):
             if not hasattr(got, "detach"):
                 continue  # a zeros whose shape MXNet infers (the RNN's begin state)
             got = got.detach().numpy()
-            worst, bad = _worst(want, got, rtol, atol)
+            worst, bad = worst_difference(want, got, rtol, atol)
             if bad:
                 raise AssertionError(
                     "mxcompat.to_torch: node %r (op %s) is the first whose output differs "
@@ -145,15 +129,3 @@ def verify_nodes(module, prog, symbol, params, shapes, rtol, atol, record):
                         % (worst, float(np.abs(want).max()) if want.size else 0.0),
                     )
                 )
-
-
-def _worst(expected, actual, rtol, atol):
-    if expected.shape != actual.shape:
-        return float("inf"), True
-    if not expected.size:
-        return 0.0, False
-    expected = expected.astype(np.float64)
-    diff = np.abs(actual.astype(np.float64) - expected)
-    worst = float(np.nanmax(diff)) if not np.isnan(diff).all() else float("nan")
-    nan_mismatch = bool((np.isnan(actual) != np.isnan(expected)).any())
-    return worst, nan_mismatch or worst > atol + rtol * float(np.nanmax(np.abs(expected)))
