@@ -20,7 +20,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "PyTorch module: DIR/model.py (the class MXNetModel, one line per MXNet node), "
         "DIR/mxnet_ops.py (MXNet's operators in torch, which model.py imports) and the "
         "weights under their MXNet names (DIR/weights.safetensors).  Needs torch and "
-        "safetensors: pip install 'mxcompat[torch]'.",
+        "safetensors: pip install 'mxcompat[torch]'; MXNet only to verify (here, or with "
+        "--verify-with).",
     )
     parser.add_argument("prefix", metavar="PREFIX")
     parser.add_argument("epoch", metavar="EPOCH", type=int)
@@ -33,6 +34,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="N,C,H,W",
         type=parse_shape,
         help="an input's shape, to verify the module node by node (once per input, in order)",
+    )
+    parser.add_argument(
+        "--verify-with",
+        metavar="PYTHON",
+        help="verify node by node with this interpreter's MXNet (one that has mxnet, and "
+        "mxcompat importable: e.g. PYTHONPATH set to the folder mxcompat is installed in); "
+        "by default with this one's, when MXNet is installed here",
     )
     parser.add_argument(
         "--states",
@@ -48,11 +56,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return parser
 
 
-def _check(symbol_file):
-    from ..torch import codegen
+def _check(prefix, epoch, symbol_file, params_file):
+    """The operators' table; the .params file's names against the graph when it is there."""
+    import json
 
-    with open(symbol_file) as f:
-        nodes, _ = codegen.load(f.read())
+    from ..torch import codegen
+    from ..torch.checkpoint import CheckpointError, read_symbol
+
+    try:
+        graph = read_symbol(symbol_file)
+        if os.path.isfile(params_file):
+            from ..torch.from_checkpoint import Checkpoint
+
+            Checkpoint(prefix, epoch)
+    except (CheckpointError, ValueError, OSError) as exc:
+        sys.stderr.write("mxcompat torch: %s\n" % exc)
+        return 1
+    nodes, _ = codegen.load(json.dumps(graph))
     ops, missing = codegen.needed(nodes)
     for op in sorted(ops):
         sys.stdout.write(
@@ -71,6 +91,8 @@ def main(args: argparse.Namespace) -> int:
     """Run ``mxcompat torch`` with its parsed ``args``; the exit status."""
     import warnings
 
+    from .._core.log import MXCompatWarning
+
     files = ["%s-symbol.json" % args.prefix, "%s-%04d.params" % (args.prefix, args.epoch)]
     missing = [f for f in (files[:1] if args.check else files) if not os.path.isfile(f)]
     if missing:
@@ -80,17 +102,41 @@ def main(args: argparse.Namespace) -> int:
         )
         return 1
     if args.check:
-        return _check(files[0])
+        return _check(args.prefix, args.epoch, *files)
+    if args.verify_with and not args.input_shape:
+        sys.stderr.write("mxcompat torch: --verify-with needs --input-shape (what to run)\n")
+        return 1
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            import mxnet as mx  # noqa: F401 (loaded with the patches)
+        from ..torch.from_checkpoint import mxnet_importable
+
+        if args.states is not None and not mxnet_importable():
+            sys.stderr.write(
+                "mxcompat torch: --states needs MXNet here (it rebuilds the optimizer); "
+                "convert the model without it, or where MXNet is installed\n"
+            )
+            return 1
+        here = args.input_shape and args.verify_with is None
+        if mxnet_importable() and (args.states is not None or here):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                import mxnet as mx  # noqa: F401 (loaded with the patches)
         from ..torch.export import write_model
 
         out = args.output or args.prefix + "-torch"
-        written, weights_note = write_model(
-            (args.prefix, args.epoch), out, args.input_shape, states=args.states
-        )
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", MXCompatWarning)
+            written, weights_note = write_model(
+                (args.prefix, args.epoch),
+                out,
+                args.input_shape,
+                states=args.states,
+                verify_with=args.verify_with,
+            )
+        for w in said:  # the command's own words, one line each
+            if issubclass(w.category, MXCompatWarning):
+                sys.stderr.write("mxcompat torch: %s\n" % str(w.message).split(": ", 1)[-1])
+            else:
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     except CONVERSION_ERRORS as exc:
         sys.stderr.write("mxcompat torch: %s\n" % exc)
         return 1

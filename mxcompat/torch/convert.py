@@ -12,7 +12,7 @@ import sys
 
 from ..convert._common import _check_flag, _fail, _mx, _names
 from ..convert.model import model_graph
-from ..onnx.in_memory import _known_shapes, _shape_list
+from ..convert.shared import known_shapes, shape_list
 from . import codegen
 
 TYPE_CHECKING = False
@@ -41,22 +41,6 @@ def import_torch(where="mxcompat.to_torch"):
     return torch
 
 
-def _checkpoint(model):
-    """A (prefix, epoch) pair as the triple MXNet's load_checkpoint reads."""
-    import os
-
-    prefix, epoch = model
-    files = ["%s-symbol.json" % prefix, "%s-%04d.params" % (prefix, epoch)]
-    missing = [f for f in files if not os.path.isfile(f)]
-    if missing:
-        raise _fail(
-            WHERE,
-            "no checkpoint %s, epoch %d: %s not found" % (prefix, epoch, " and ".join(missing)),
-            FileNotFoundError,
-        )
-    return _mx().model.load_checkpoint(prefix, epoch)
-
-
 def _is_checkpoint(model):
     import os
 
@@ -75,8 +59,10 @@ def _frozen_names(model, names, aux):
     only).  ``aux``: the graph's auxiliary states."""
     from ..freeze import is_frozen
 
-    mx = _mx()
     frozen = {n for n in names if is_frozen(n)}
+    if _is_checkpoint(model):
+        return frozen & set(names)  # a checkpoint says nothing more (and MXNet may be absent)
+    mx = _mx()
     if isinstance(model, mx.mod.Module):
         frozen.update(getattr(model, "_fixed_param_names", None) or ())
     elif isinstance(model, mx.gluon.HybridBlock):
@@ -89,18 +75,24 @@ def _frozen_names(model, names, aux):
 
 
 def _analyse(model):
-    """(symbol, {name: NDArray}, data input names, known shapes, frozen names)."""
+    """(graph JSON, auxiliary state names, {name: array}, known input shapes, the symbol or
+    the checkpoint).  A checkpoint is read by checkpoint.py whether MXNet is installed or not:
+    one path, the same model.py and weights either way."""
     if _is_checkpoint(model):
-        model = _checkpoint(model)
-    symbol, arg_params, aux_params, inputs = model_graph(model, WHERE, inference=False)
+        from .from_checkpoint import Checkpoint
+
+        ckpt = Checkpoint(*model)
+        return ckpt.text, ckpt.aux, ckpt.params, {}, ckpt
+    symbol, arg_params, aux_params, _ = model_graph(model, WHERE, inference=False)
     params = dict(arg_params, **aux_params)
-    known = _known_shapes(model)
-    return model, symbol, params, inputs, known
+    aux = set(symbol.list_auxiliary_states())
+    return symbol.tojson(), aux, params, known_shapes(model), symbol
 
 
-def _build(symbol, params, frozen, class_name="MXNetModel"):
-    """(the module's class source, Program) for ``symbol`` with ``params`` (name -> array)."""
-    nodes, heads = codegen.load(symbol.tojson())
+def _build(graph, aux, params, frozen, class_name="MXNetModel"):
+    """(the module's class source, Program) for the symbol JSON ``graph`` with ``params``
+    (name -> array) and its auxiliary states ``aux``."""
+    nodes, heads = codegen.load(graph)
     ops, missing = codegen.needed(nodes)
     if missing:
         op = sorted(missing)[0]
@@ -114,7 +106,6 @@ def _build(symbol, params, frozen, class_name="MXNetModel"):
             ),
             NotImplementedError,
         )
-    aux = set(symbol.list_auxiliary_states())
     used = {n["name"] for n in nodes if n["op"] == "null"}
     arg_params = [
         n["name"]
@@ -160,8 +151,9 @@ def _load_values(module, params, torch):
     """Every parameter and buffer from MXNet's array, bit for bit (float32 stays float32)."""
     with torch.no_grad():
         for name, tensor in itertools.chain(module.named_parameters(), module.named_buffers()):
-            array = params[codegen.mxnet_name(name)].asnumpy()
-            value = torch.from_numpy(array.copy())
+            array = params[codegen.mxnet_name(name)]
+            array = array.asnumpy() if hasattr(array, "asnumpy") else array.copy()
+            value = torch.from_numpy(array)
             if tuple(value.shape) != tuple(tensor.shape):
                 raise _fail(WHERE, "%s has shape %s in MXNet" % (name, value.shape))
             tensor.data = value
@@ -202,10 +194,15 @@ def to_torch(
     for name, value in (("rtol", rtol), ("atol", atol)):
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
             raise _fail(WHERE, "%s is a number >= 0, not %r" % (name, value), TypeError)
+    return _convert(model, input_shapes, verify, rtol, atol)
+
+
+def _convert(model, input_shapes, verify, rtol, atol, verify_with=None):
+    """to_torch's work; ``verify_with``: another Python whose MXNet checks a checkpoint."""
     torch = import_torch()
-    model, symbol, params, inputs, known = _analyse(model)
-    frozen = _frozen_names(model, list(params), set(symbol.list_auxiliary_states()))
-    source, prog = _build(symbol, params, frozen)
+    graph, aux, params, known, origin = _analyse(model)
+    frozen = _frozen_names(model, list(params), aux)
+    source, prog = _build(graph, aux, params, frozen)
     filename = "<mxcompat.to_torch %d>" % next(_counter)
     namespace = _compile(source, filename)
     module = namespace["MXNetModel"]()
@@ -219,20 +216,23 @@ def to_torch(
     }
     module.eval()
     if verify:
-        shapes = _shape_list(input_shapes, prog.inputs, known, WHERE)
+        shapes = dict(zip(prog.inputs, shape_list(input_shapes, prog.inputs, known, WHERE)))
+        if _is_checkpoint(model):
+            from .from_checkpoint import check
+
+            check(module, prog, origin, shapes, rtol, atol, record, verify_with)
+            return module
         from .verify import verify_nodes
 
         # record: this module's own forward that keeps every node's output (verify.py imports
         # nothing from here).
-        verify_nodes(
-            module, prog, symbol, params, dict(zip(prog.inputs, shapes)), rtol, atol, record
-        )
+        verify_nodes(module, prog, origin, params, shapes, rtol, atol, record)
     return module
 
 
 def generated_source(symbol, params, frozen=()):
     """(model.py's class source, Program) for the CLI: the class is named ``MXNetModel``."""
-    return _build(symbol, params, set(frozen))
+    return _build(symbol.tojson(), set(symbol.list_auxiliary_states()), params, set(frozen))
 
 
 def record(module, prog, feed):

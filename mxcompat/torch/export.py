@@ -9,7 +9,7 @@ import os
 
 from ..convert._common import _fail, _mx
 from . import optim_rules, runtime
-from .convert import import_torch, to_torch
+from .convert import _convert, import_torch
 
 HEADER = '''"""Converted from MXNet by mxcompat (mxcompat torch): one line per MXNet node.
 
@@ -94,12 +94,13 @@ def write_optimizer(module, model, states, directory):
     return paths
 
 
-def write_model(model, directory, input_shapes=None, states=None):
+def write_model(model, directory, input_shapes=None, states=None, verify_with=None):
     """Convert ``model`` (what to_torch takes) and write DIR/model.py, DIR/mxnet_ops.py and
     the weights, and with ``states`` (a states file) the optimizer (``write_optimizer``);
-    ([paths written], a note on the weights' format)."""
+    ([paths written], a note on the weights' format).  ``verify_with``: another Python, whose
+    MXNet checks the nodes of a checkpoint's module."""
     torch = import_torch("mxcompat torch")
-    module = to_torch(model, input_shapes, verify=input_shapes is not None)
+    module = _convert(model, input_shapes, input_shapes is not None, 1e-4, 1e-5, verify_with)
     os.makedirs(directory, exist_ok=True)
     paths = [os.path.join(directory, n) for n in ("model.py", "mxnet_ops.py")]
     with open(paths[0], "w") as f:

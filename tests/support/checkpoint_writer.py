@@ -92,23 +92,36 @@ def _transformer(mx):
     ff = mx.sym.Activation(
         mx.sym.FullyConnected(h, num_hidden=32, flatten=False, name="ff1"), act_type="relu"
     )
-    return mx.sym.LayerNorm(h + mx.sym.FullyConnected(ff, num_hidden=units, flatten=False, name="ff2"))
+    return mx.sym.LayerNorm(
+        h + mx.sym.FullyConnected(ff, num_hidden=units, flatten=False, name="ff2")
+    )
 
 
 def _lstm_lm(mx):
-    """Embedding, a two-layer LSTM (unrolled cells, as 1.3.1 has them too), a decoder."""
-    data = mx.sym.var("data")  # (T, N) token ids
-    emb = mx.sym.Embedding(data, input_dim=LSTM_VOCAB, output_dim=8, name="embed")
-    cells = mx.rnn.SequentialRNNCell()
-    for i in range(2):
-        cells.add(mx.rnn.LSTMCell(12, prefix="lstm_l%d_" % i))
-    outputs, _ = cells.unroll(FAMILIES["lstm_lm"][0], emb, layout="TNC", merge_outputs=True)
-    return mx.sym.FullyConnected(outputs, num_hidden=LSTM_VOCAB, flatten=False, name="decoder")
+    """The language model of the to_torch tests (tests/support/models.py): an embedding, a
+    2-layer bidirectional LSTM (MXNet's fused RNN operator), a Dense over every step."""
+
+    class LanguageModel(mx.gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.embed = mx.gluon.nn.Embedding(LSTM_VOCAB, 8)
+                self.rnn = mx.gluon.rnn.LSTM(6, num_layers=2, bidirectional=True, input_size=8)
+                self.out = mx.gluon.nn.Dense(LSTM_VOCAB, flatten=False, in_units=12)
+
+        def hybrid_forward(self, F, x):
+            return self.out(self.rnn(self.embed(x)))
+
+    return LanguageModel()
 
 
 def _gluon(mx, family):
     from mxnet.gluon.model_zoo import vision
 
+    if family == "lstm_lm":
+        net = _lstm_lm(mx)
+        net.initialize(mx.init.Uniform(0.5))
+        return net
     net = {
         "resnet": lambda: vision.resnet18_v1(classes=10),
         "mobilenet": lambda: vision.mobilenet0_25(classes=10),
@@ -140,8 +153,8 @@ def main(directory):
         else:
             data = rng.uniform(-1, 1, shape).astype(np.float32)
         prefix = os.path.join(directory, family)
-        if family in ("lstm_lm", "transformer"):
-            sym = _lstm_lm(mx) if family == "lstm_lm" else _transformer(mx)
+        if family == "transformer":
+            sym = _transformer(mx)
             mod = mx.mod.Module(sym, data_names=["data"], label_names=None)
             mod.bind(data_shapes=[("data", shape)], for_training=False)
             mod.init_params(mx.init.Uniform(0.3))
