@@ -316,3 +316,16 @@ def read_symbol(path):
     except RecursionError:
         raise _error(path, None, "JSON nested as MXNet writes it") from None
     return normalise_symbol(graph, path)
+
+
+# --- the optimizer states file (its reader: states_file.py) -----------------------------
+
+
+def read_states(path):
+    """A file ``Module.save_optimizer_states`` or ``Trainer.save_states`` wrote, as
+    ``states_file.States``: ``states`` ({index: numpy arrays, tuples of them or None}) and
+    ``optimizer`` (a record of its class and attributes, or None).  MXNet's classes come out
+    as records; every other class but plain data's is refused."""
+    from .states_file import states_from_bytes
+
+    return states_from_bytes(_read(str(path), "optimizer states file"), str(path))

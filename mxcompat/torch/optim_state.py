@@ -21,9 +21,10 @@ reader of MXNet's formats without MXNet) without touching its callers."""
 from __future__ import annotations
 
 import copy
-import pickle
 
 from ..convert._common import _fail, _mx
+from . import states_file
+from .checkpoint import CheckpointError
 
 WHERE = "to_torch_optimizer"
 SCHEDULERS = ("FactorScheduler", "MultiFactorScheduler", "PolyScheduler", "CosineScheduler")
@@ -125,33 +126,64 @@ def live_states(source):
     return {index: _arrays(state) for index, state in updater.states.items()}
 
 
+def _plain_arrays(state):
+    """``_arrays`` for a state as the file reader gives it (numpy arrays already)."""
+    if state is None:
+        return ()
+    if isinstance(state, (tuple, list)):
+        return tuple(a for s in state for a in _plain_arrays(s))
+    return (state,)
+
+
+KINDS = {"NAG": "nag", "SGD": "sgd", "Adam": "adam", "RMSProp": "rmsprop"}
+
+
+def _describe_record(opt):
+    """``describe`` for an optimizer as the file reader gives it (a record of its class and
+    attributes: MXNet need not be installed)."""
+    kind = KINDS.get(opt.name) if opt.module.split(".")[0] == "mxnet" else None
+    if kind is None:
+        raise _fail(
+            WHERE,
+            "%s is not supported (MXNet's SGD, NAG, Adam and RMSProp are)" % opt.name,
+            NotImplementedError,
+        )
+    attrs = opt.attrs
+    found = {"kind": kind}
+    found.update((name, attrs[name]) for name in SETTINGS if name in attrs)
+    for key, attr in (
+        ("update_counts", "_index_update_count"),
+        ("idx2name", "idx2name"),
+        ("lr_mult", "lr_mult"),
+        ("wd_mult", "wd_mult"),
+    ):
+        found[key] = dict(attrs.get(attr) or {})
+    sched = attrs.get("lr_scheduler")
+    if isinstance(sched, states_file.OptimizerRecord):
+        sched = dict(sched.attrs, **{"class": sched.name})
+    found["lr_scheduler"] = sched
+    return found
+
+
 def read_states_file(path):
     """``(states, found)`` from a file ``Module.save_optimizer_states`` or
     ``Trainer.save_states`` wrote: ``states`` maps each index to a tuple of numpy arrays;
     ``found`` holds what ``describe`` gives when the file holds the optimizer too (its kind,
-    settings, ``update_counts``, ``idx2name``, ``lr_scheduler``), else nothing.  Read with
-    MXNet for now (the file is a pickle: read only a file you trust, as MXNet's loading)."""
-    mx = _mx()
+    settings, ``update_counts``, ``idx2name``, ``lr_scheduler``), else nothing.  Read without
+    MXNet (``states_file``: MXNet's classes as records, no other class)."""
     try:
         with open(path, "rb") as f:
-            loaded = pickle.loads(f.read())
+            data = f.read()
     except OSError as exc:
         raise _fail(WHERE, "cannot read the states file %s: %s" % (path, exc)) from None
-    except Exception as exc:
+    try:
+        read = states_file.states_from_bytes(data, str(path))
+    except CheckpointError as exc:
         raise _fail(
             WHERE, "%s is not an optimizer states file MXNet wrote (%s)" % (path, exc)
         ) from None
-    # The Updater's own test (set_states): a pair is (states, optimizer).
-    if isinstance(loaded, tuple) and len(loaded) == 2:
-        states, opt = loaded
-    else:
-        states, opt = loaded, None
-    if not isinstance(states, dict) or (
-        opt is not None and not isinstance(opt, mx.optimizer.Optimizer)
-    ):
-        raise _fail(WHERE, "%s is not an optimizer states file MXNet wrote" % path)
-    found = describe(opt) if opt is not None else {}
-    return {index: _arrays(state) for index, state in states.items()}, found
+    found = _describe_record(read.optimizer) if read.optimizer is not None else {}
+    return {index: _plain_arrays(state) for index, state in read.states.items()}, found
 
 
 def index_names(source, opt):

@@ -1,0 +1,193 @@
+"""The optimizer states file (``Module.save_optimizer_states``, ``Trainer.save_states``) read
+without MXNet: a pickle of the Updater's states dict, or of ``(states, optimizer)`` when the
+optimizer was dumped with them (a Trainer's always).  Its NDArrays pickle as their bytes in
+MXNet's per-array layout (``checkpoint.read_ndarray``); the optimizer and its scheduler as
+their attributes.  The Unpickler maps MXNet's classes to records and refuses every other
+class but plain data's: reading a file runs nothing of MXNet's, or anyone's."""
+
+from __future__ import annotations
+
+import io
+import pickle
+
+import numpy as np
+
+from .checkpoint import _error, read_ndarray
+
+
+class Record:
+    """An object of one of MXNet's classes, as the pickle holds it: ``module`` and ``name`` of
+    its class, the ``args`` it was made with and its ``state`` (its ``__dict__``, or for an
+    NDArray ``{"handle": its bytes}``)."""
+
+    module = name = ""
+
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        self.args, self.state = args, None
+        return self
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __setstate__(self, state):
+        self.state = state
+
+    def __repr__(self):
+        return "Record(%s.%s)" % (self.module, self.name)
+
+
+def _record_class(module, name):
+    return type(name, (Record,), {"module": module, "name": name})
+
+
+def _bytearray(*args):
+    # Only from bytes (what pickle writes): bytearray(10**12) would allocate.
+    if not args or isinstance(args[0], int):
+        raise pickle.UnpicklingError("bytearray from a number")
+    return bytearray(*args)
+
+
+def _numpy_globals(limit):
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # NumPy 1.x
+        from numpy.core import multiarray
+
+    def reconstruct(cls, shape, dtype):
+        # The array's data is in the file: a larger one is a corrupted file, not an allocation.
+        if cls is not np.ndarray or int(np.prod(shape, dtype=np.float64)) > limit:
+            raise pickle.UnpicklingError("an array larger than the file")
+        return multiarray._reconstruct(cls, shape, dtype)
+
+    found = {"ndarray": np.ndarray, "dtype": np.dtype}
+    found.update(_reconstruct=reconstruct, scalar=multiarray.scalar)
+    return found
+
+
+_BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice": slice}
+
+
+NDARRAY_CLASSES = ("NDArray", "RowSparseNDArray", "CSRNDArray", "ndarray")
+
+
+class _Unpickler(pickle._Unpickler):  # type: ignore[name-defined]
+    # The pure-Python unpickler: its memo is a dict (the C one's is an array a corrupted
+    # index would grow), and find_class below is the only way to a callable.
+
+    def __init__(self, data):
+        self.stream = io.BytesIO(data)
+        super().__init__(self.stream)
+        self.numpy = _numpy_globals(len(data))
+
+    def find_class(self, module, name):
+        if module == "mxnet" or module.startswith("mxnet."):
+            return _record_class(module, name)
+        if module in ("builtins", "__builtin__") and name in _BUILTINS:
+            return _BUILTINS[name]
+        if module in ("builtins", "__builtin__") and name == "bytearray":
+            return _bytearray
+        if module == "collections" and name == "OrderedDict":
+            return dict
+        if module == "copyreg" and name == "_reconstructor":
+            return _reconstructor
+        if module == "_codecs" and name == "encode":
+            return _encode
+        if module.split(".")[0] == "numpy" and name in self.numpy:
+            return self.numpy[name]
+        raise _Refused("%s.%s" % (module, name))
+
+
+class _Refused(Exception):
+    pass
+
+
+def _reconstructor(cls, base, state):
+    if not (isinstance(cls, type) and issubclass(cls, Record)):
+        raise pickle.UnpicklingError("not an MXNet object")
+    return cls()
+
+
+def _encode(text, encoding="utf-8"):
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1", "utf-8"):
+        raise pickle.UnpicklingError("not a string")
+    return text.encode(encoding)
+
+
+def _plain(value, where):
+    """The unpickled value with every NDArray as a numpy array (None for an empty one)."""
+    if isinstance(value, Record):
+        if value.name in NDARRAY_CLASSES:
+            raw = value.state.get("handle") if isinstance(value.state, dict) else None
+            if raw is None:
+                return None
+            if not isinstance(raw, (bytes, bytearray)):
+                raise _error(where, None, "an NDArray's bytes", type(raw).__name__)
+            array, end = read_ndarray(bytes(raw), 0, where + " (an NDArray in the pickle)")
+            if end != len(raw):
+                raise _error(
+                    where, None, "an NDArray's bytes, no more", "%d more" % (len(raw) - end)
+                )
+            return array
+        state = value.state
+        return OptimizerRecord(value.module, value.name, _plain(state or {}, where))
+    if isinstance(value, dict):
+        return {_plain(k, where): _plain(v, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v, where) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_plain(v, where) for v in value)
+    return value
+
+
+class OptimizerRecord:
+    """An object of MXNet's classes other than the NDArray (an optimizer, a scheduler) as
+    plain values: its class (``module``, ``name``) and its attributes (``attrs``)."""
+
+    def __init__(self, module, name, attrs):
+        self.module, self.name = module, name
+        self.attrs = attrs if isinstance(attrs, dict) else {"state": attrs}
+
+    def __repr__(self):
+        return "OptimizerRecord(%s.%s)" % (self.module, self.name)
+
+
+class States:
+    """A states file: ``states`` ({index: value}: numpy arrays, tuples of them, None, as the
+    Updater held them) and ``optimizer`` (an ``OptimizerRecord``, or None when the file holds
+    the states alone: ``Module.save_optimizer_states``)."""
+
+    def __init__(self, states, optimizer):
+        self.states, self.optimizer = states, optimizer
+
+
+def states_from_bytes(data, path):
+    """``read_states`` for the bytes of a states file (``path``: for the messages)."""
+    unpickler = _Unpickler(data)
+    try:
+        loaded = unpickler.load()
+    except _Refused as exc:
+        raise _error(
+            path, unpickler.stream.tell(), "MXNet's classes and plain data", "the class %s" % exc
+        ) from None
+    except (Exception, RecursionError) as exc:
+        raise _error(
+            path,
+            unpickler.stream.tell(),
+            "a pickle of MXNet's optimizer states",
+            "%s: %s" % (type(exc).__name__, str(exc)[:200]),
+        ) from None
+    if unpickler.stream.tell() != len(data):
+        raise _error(path, unpickler.stream.tell(), "the end of the pickle", "more bytes")
+    # The Updater's own test (set_states): a pair is (states, optimizer).
+    if isinstance(loaded, tuple) and len(loaded) == 2:
+        states, opt = loaded
+    else:
+        states, opt = loaded, None
+    try:
+        states, opt = _plain(states, path), _plain(opt, path)
+    except RecursionError:
+        raise _error(path, None, "states nested as MXNet writes them") from None
+    if not isinstance(states, dict) or not (opt is None or isinstance(opt, OptimizerRecord)):
+        raise _error(path, None, "the Updater's states (a dict), or (states, optimizer)")
+    return States(states, opt)
