@@ -6,8 +6,9 @@ Layout: ``codegen`` (the symbol graph as source; no torch), ``runtime`` (MXNet's
 torch, what the generated code calls), ``convert`` (``to_torch``), ``verify`` (node by node
 against MXNet), ``optim`` (``to_torch_optimizer``), ``optim_rules`` (MXNet's update rules and
 schedulers in torch only, copied beside model.py as ``mxnet_optim.py``), ``optim_state`` (the
-optimizer's states read from a Trainer, a Module or a states file), ``export`` (the files
-``mxcompat torch`` writes)."""
+optimizer's states read from a Trainer, a Module or a states file), ``checkpoint`` (MXNet's
+``.params``, symbol JSON and, through ``states_file``, states files read with NumPy alone: no
+mxnet, no torch), ``export`` (the files ``mxcompat torch`` writes)."""
 
 from .convert import to_torch
 from .optim import to_torch_optimizer
