@@ -53,7 +53,7 @@ class CheckpointError(ValueError):
 
 def _error(where, offset, expected, found=None):
     at = "" if offset is None else ", at byte %d" % offset
-    tail = "" if found is None else ", found %s" % found
+    tail = "" if found is None else ", found %s" % (found,)
     return CheckpointError("mxcompat: %s%s: expected %s%s" % (where, at, expected, tail))
 
 

@@ -7,6 +7,7 @@ class but plain data's: reading a file runs nothing of MXNet's, or anyone's."""
 
 from __future__ import annotations
 
+import importlib
 import io
 import pickle
 
@@ -48,21 +49,14 @@ def _bytearray(*args):
     return bytearray(*args)
 
 
-def _numpy_globals(limit):
+def _numpy_globals():
+    # NumPy's scalars and dtypes (an optimizer's setting may be one), not its arrays: an
+    # array's pickle names its own shape, which a corrupted file would make any size.
     try:
-        from numpy._core import multiarray
+        multiarray = importlib.import_module("numpy._core.multiarray")
     except ImportError:  # NumPy 1.x
-        from numpy.core import multiarray
-
-    def reconstruct(cls, shape, dtype):
-        # The array's data is in the file: a larger one is a corrupted file, not an allocation.
-        if cls is not np.ndarray or int(np.prod(shape, dtype=np.float64)) > limit:
-            raise pickle.UnpicklingError("an array larger than the file")
-        return multiarray._reconstruct(cls, shape, dtype)
-
-    found = {"ndarray": np.ndarray, "dtype": np.dtype}
-    found.update(_reconstruct=reconstruct, scalar=multiarray.scalar)
-    return found
+        multiarray = importlib.import_module("numpy.core.multiarray")
+    return {"dtype": np.dtype, "scalar": multiarray.scalar}
 
 
 _BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice": slice}
@@ -71,14 +65,14 @@ _BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice": sl
 NDARRAY_CLASSES = ("NDArray", "RowSparseNDArray", "CSRNDArray", "ndarray")
 
 
-class _Unpickler(pickle._Unpickler):  # type: ignore[name-defined]
+class _Unpickler(pickle._Unpickler):
     # The pure-Python unpickler: its memo is a dict (the C one's is an array a corrupted
     # index would grow), and find_class below is the only way to a callable.
 
     def __init__(self, data):
         self.stream = io.BytesIO(data)
         super().__init__(self.stream)
-        self.numpy = _numpy_globals(len(data))
+        self.numpy = _numpy_globals()
 
     def find_class(self, module, name):
         if module == "mxnet" or module.startswith("mxnet."):
@@ -114,30 +108,44 @@ def _encode(text, encoding="utf-8"):
     return text.encode(encoding)
 
 
-def _plain(value, where):
-    """The unpickled value with every NDArray as a numpy array (None for an empty one)."""
+def _plain(value, where, done=None):
+    """The unpickled value with every NDArray as a numpy array (None for an empty one).
+    ``done``: what is converted already, by id (a pickle shares objects: a chain of lists
+    each holding the next twice would otherwise take 2**depth steps)."""
+    done = {} if done is None else done
+    if id(value) in done:
+        return done[id(value)]
     if isinstance(value, Record):
         if value.name in NDARRAY_CLASSES:
-            raw = value.state.get("handle") if isinstance(value.state, dict) else None
-            if raw is None:
-                return None
-            if not isinstance(raw, (bytes, bytearray)):
-                raise _error(where, None, "an NDArray's bytes", type(raw).__name__)
-            array, end = read_ndarray(bytes(raw), 0, where + " (an NDArray in the pickle)")
-            if end != len(raw):
-                raise _error(
-                    where, None, "an NDArray's bytes, no more", "%d more" % (len(raw) - end)
-                )
-            return array
-        state = value.state
-        return OptimizerRecord(value.module, value.name, _plain(state or {}, where))
-    if isinstance(value, dict):
-        return {_plain(k, where): _plain(v, where) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v, where) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_plain(v, where) for v in value)
-    return value
+            out = _ndarray(value.state, where)
+        else:
+            state = {} if value.state is None else _plain(value.state, where, done)
+            out = OptimizerRecord(value.module, value.name, state)
+    elif isinstance(value, dict):
+        out = {_plain(k, where, done): _plain(v, where, done) for k, v in value.items()}
+    elif isinstance(value, list):
+        out = [_plain(v, where, done) for v in value]
+    elif isinstance(value, tuple):
+        out = tuple(_plain(v, where, done) for v in value)
+    else:
+        return value
+    done[id(value)] = out
+    return out
+
+
+def _ndarray(state, where):
+    # NDArray.__getstate__: {"handle": its bytes in the per-array layout, or None}.
+    if not isinstance(state, dict) or "handle" not in state:
+        raise _error(where, None, 'an NDArray\'s state {"handle": bytes}', type(state).__name__)
+    raw = state["handle"]
+    if raw is None:
+        return None
+    if not isinstance(raw, (bytes, bytearray)):
+        raise _error(where, None, "an NDArray's bytes", type(raw).__name__)
+    array, end = read_ndarray(bytes(raw), 0, where + " (an NDArray in the pickle)")
+    if end != len(raw):
+        raise _error(where, None, "an NDArray's bytes, no more", "%d more" % (len(raw) - end))
+    return array
 
 
 class OptimizerRecord:

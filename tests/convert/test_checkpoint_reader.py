@@ -254,6 +254,8 @@ def test_bad_headers_name_the_offset(tmp_path):
     _refused(path, bad, "at byte 32: expected the number of dimensions")
     bad = data[:36] + struct.pack("<q", 1 << 40) + data[44:]
     _refused(path, bad, "expected the array's data")
+    bad = data[:36] + struct.pack("<q", -5) + data[44:]
+    _refused(path, bad, r"at byte 36: expected dimensions .* at least 0, found \(-5, 2\)")
     bad = data[:16] + struct.pack("<Q", 1 << 62) + data[24:]
     _refused(path, bad, "at byte 16: expected a number of arrays the file can hold")
     bad = data[: names_at + 8] + struct.pack("<Q", 1 << 63) + data[names_at + 16 :]
@@ -265,7 +267,7 @@ def test_a_missing_file_is_one_error(tmp_path):
         checkpoint.read_params(str(tmp_path / "none.params"))
 
 
-@FUZZ
+@settings(FUZZ, max_examples=300)
 @given(data=st.data())
 def test_fuzzed_params_give_only_checkpoint_errors(data, tmp_path):
     _, real = _small(tmp_path)
@@ -277,7 +279,7 @@ def test_fuzzed_params_give_only_checkpoint_errors(data, tmp_path):
     _fuzzed(blob)
 
 
-@FUZZ
+@settings(FUZZ, max_examples=300)
 @given(blob=st.binary(max_size=200))
 def test_random_bytes_give_only_checkpoint_errors(blob):
     _fuzzed(struct.pack("<Q", 0x112) + blob)
@@ -478,6 +480,24 @@ def test_a_pickle_of_other_classes_is_refused(tmp_path):
         pickle.dump({0: subprocess.Popen}, f)
     with pytest.raises(CheckpointError, match="MXNet's classes and plain data.*subprocess.Popen"):
         checkpoint.read_states(path)
+
+
+def test_shared_and_cyclic_pickles_end(tmp_path):
+    """A pickle shares objects: each list holding the next one twice is 2**60 visits unless
+    each object is converted once; a list holding itself is refused."""
+    chain = []
+    for _ in range(60):
+        chain = [chain, chain]
+    blob = pickle.dumps(({0: chain}, None)[0])
+    got = states_from_bytes(blob, "chain").states[0]
+    for _ in range(60):
+        assert len(got) == 2 and got[0] is got[1]
+        got = got[1]
+    assert got == []
+    loop = []
+    loop.append(loop)
+    with pytest.raises(CheckpointError, match="nested"):
+        states_from_bytes(pickle.dumps({0: loop}), "loop")
 
 
 @FUZZ
