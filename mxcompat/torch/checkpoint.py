@@ -25,7 +25,7 @@ from ..convert.shared import node_attrs
 
 LIST_MAGIC = 0x112
 V1_MAGIC, V2_MAGIC, V3_MAGIC = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
-# mshadow's type flags: 0-6 in every release, bool from 1.6, the rest from 1.7.
+# mshadow's type flags (which release writes which: facts.NDARRAY_BOOL, NDARRAY_BFLOAT16).
 DTYPES = {
     0: "<f4",
     1: "<f8",
@@ -316,6 +316,36 @@ def read_symbol(path):
     except RecursionError:
         raise _error(path, None, "JSON nested as MXNet writes it") from None
     return normalise_symbol(graph, path)
+
+
+def check_params(graph, params, where, inputs=None):
+    """Whether ``params`` (``read_params``) belongs to ``graph`` (``read_symbol``): each of its
+    ``arg:``/``aux:`` names a variable of the graph, and with ``inputs`` (the data's names)
+    every other variable has its array.  ``where``: the two files, for the message."""
+    variables = [n["name"] for n in graph["nodes"] if n["op"] == "null"]
+    known = set(variables)
+    stray = [n for n in list(params.arg) + list(params.aux) if n not in known]
+    if stray or not (params.arg or params.aux):
+        raise _error(
+            where,
+            None,
+            "arrays named arg:NAME or aux:NAME after the graph's variables (%s)"
+            % ", ".join(variables[:6]),
+            "%s (a symbol file from another checkpoint?)" % ", ".join(sorted(stray)[:6])
+            if stray
+            else "no such names",
+        )
+    if inputs is not None:
+        missing = [
+            n for n in variables if n not in params.arg and n not in params.aux and n not in inputs
+        ]
+        if missing:
+            raise _error(
+                where,
+                None,
+                "an array for each parameter of the graph",
+                "none for %s" % ", ".join(missing[:6]),
+            )
 
 
 # --- the optimizer states file (its reader: states_file.py) -----------------------------

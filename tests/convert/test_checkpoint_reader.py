@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from mxnet import autograd, gluon
 
+from mxcompat._core import facts
 from mxcompat.torch import checkpoint, optim_state
 from mxcompat.torch.checkpoint import CheckpointError
 from mxcompat.torch.states_file import states_from_bytes
@@ -31,7 +32,7 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 DTYPES = ["float32", "float64", "float16", "uint8", "int32", "int8", "int64", "bool"]
-NP_SHAPE = hasattr(mx, "util") and hasattr(mx.util, "np_shape")  # 1.5+: V3 arrays
+NP_SHAPE = hasattr(mx, "util") and hasattr(mx.util, "np_shape")  # V3 arrays
 
 
 def _writable(dtype):
@@ -69,7 +70,9 @@ def _held(path):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_dtype_the_release_writes(dtype, tmp_path):
-    if not _writable(dtype):
+    writable = _writable(dtype)
+    assert writable == (dtype != "bool" or facts.since(facts.NDARRAY_BOOL))
+    if not writable:
         pytest.skip("MXNet %s has no %s arrays" % (mx.__version__, dtype))
     rng = np.random.RandomState(0)
     values = rng.uniform(-100, 100, (3, 4, 5))
@@ -82,7 +85,9 @@ def test_every_dtype_the_release_writes(dtype, tmp_path):
 
 
 def test_bfloat16_widens_exactly(tmp_path):
-    if not hasattr(mx.nd, "amp_cast") or not _bf16_ok():
+    has = hasattr(mx.nd, "amp_cast") and _bf16_ok()
+    assert has == facts.since(facts.NDARRAY_BFLOAT16)
+    if not has:
         pytest.skip("MXNet %s has no bfloat16 arrays" % mx.__version__)
     path = str(tmp_path / "b.params")
     source = mx.nd.array([1.5, -2.25, 3e38, 1e-3, 0.0, -7.0])
@@ -161,8 +166,10 @@ def test_module_checkpoint_arg_and_aux(tmp_path):
             _same(mine[name], array)
 
 
-@pytest.mark.skipif(not NP_SHAPE, reason="NumPy shape semantics (V3 arrays) arrived in 1.5")
 def test_np_shape_arrays_v3(tmp_path):
+    assert NP_SHAPE == facts.since(facts.NDARRAY_V3_SAVE)
+    if not NP_SHAPE:
+        pytest.skip("MXNet %s has no NumPy shape semantics (V3 arrays)" % mx.__version__)
     path = str(tmp_path / "np.params")
     with mx.util.np_shape(True):
         arrays = {
@@ -333,6 +340,26 @@ def test_symbol_matches_mxnet(tmp_path):
     heads = [ours["nodes"][h[0]]["name"] + "_output" for h in ours["heads"]]
     assert heads == sym.list_outputs()
     assert checkpoint.symbol_version(ours) == theirs["attrs"]["mxnet_version"][1]
+
+
+def test_params_of_another_graph_are_refused(tmp_path):
+    path, sym = _symbol(tmp_path)
+    graph = checkpoint.read_symbol(path)
+    own = checkpoint.read_params(path.replace("-symbol.json", "-0000.params"))
+    checkpoint.check_params(graph, own, "files", inputs=["data"])
+    other = str(tmp_path / "other")
+    dense = gluon.nn.Dense(2, in_units=3, prefix="other_")
+    dense.initialize()
+    dense.hybridize()
+    dense(mx.nd.ones((1, 3)))
+    dense.export(other, 0)
+    with pytest.raises(CheckpointError, match="another checkpoint"):
+        checkpoint.check_params(graph, checkpoint.read_params(other + "-0000.params"), "files")
+    with pytest.raises(CheckpointError, match="an array for each parameter.*none for data"):
+        checkpoint.check_params(graph, own, "files", inputs=[])
+    del own.arg[sorted(own.arg)[0]]
+    with pytest.raises(CheckpointError, match="an array for each parameter of the graph"):
+        checkpoint.check_params(graph, own, "files", inputs=["data"])
 
 
 def _old_form(graph):
