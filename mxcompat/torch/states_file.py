@@ -13,7 +13,7 @@ import pickle
 
 import numpy as np
 
-from .checkpoint import _error, read_ndarray
+from .ndarray_file import _error, read_ndarray
 
 
 class Record:
