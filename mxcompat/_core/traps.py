@@ -461,7 +461,7 @@ TRAPS = (
             "`mxcompat install mxnet-cu11X==V` installs the `nvidia-*-cu11` packages its "
             "`libmxnet.so` names; before MXNet loads, those the system lacks are loaded from "
             "them, and one missing is one error naming its package (patch `cuda_libs`, "
-            "`MXCOMPAT_CUDA_LIBS=pip|system`)"
+            "`MXCOMPAT_CUDA_LIBS=pip` or `system`)"
         ),
     ),
     Trap(
