@@ -8,7 +8,8 @@ against MXNet), ``optim`` (``to_torch_optimizer``), ``optim_rules`` (MXNet's upd
 schedulers in torch only, copied beside model.py as ``mxnet_optim.py``), ``optim_state`` (the
 optimizer's states read from a Trainer, a Module or a states file), ``checkpoint`` (MXNet's
 ``.params``, symbol JSON and, through ``states_file``, states files read with NumPy alone: no
-mxnet, no torch), ``export`` (the files ``mxcompat torch`` writes)."""
+mxnet, no torch; ``ndarray_file`` the NDArray layouts both read), ``export`` (the files
+``mxcompat torch`` writes)."""
 
 from .convert import to_torch
 from .optim import to_torch_optimizer

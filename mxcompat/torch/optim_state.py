@@ -15,8 +15,8 @@
   Trainer's always): only then does it hold settings and counts.
 
 ``read_states_file`` is the one place a file is read: ``path -> (states, found)``, plain
-values only (numpy arrays, numbers, strings, dicts), so that its internals can change (a
-reader of MXNet's formats without MXNet) without touching its callers."""
+values only (numpy arrays, numbers, strings, dicts), read without MXNet (``states_file``:
+MXNet's classes as records, no other class is unpickled)."""
 
 from __future__ import annotations
 
