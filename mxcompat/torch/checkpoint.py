@@ -113,7 +113,11 @@ def normalise_symbol(graph, where="the symbol JSON"):
     n = len(nodes)
     variables = [i for i, node in enumerate(nodes) if node["op"] == "null"]
     arg_nodes = graph.get("arg_nodes", variables)
-    if not isinstance(arg_nodes, list) or sorted(arg_nodes) != variables:
+    if (
+        not isinstance(arg_nodes, list)
+        or not all(type(i) is int for i in arg_nodes)
+        or sorted(arg_nodes) != variables
+    ):
         raise _error(where, None, '"arg_nodes" listing the variables %r' % variables[:8])
     result["arg_nodes"] = list(arg_nodes)
     heads = graph.get("heads")

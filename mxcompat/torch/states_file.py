@@ -196,6 +196,8 @@ def states_from_bytes(data, path):
         states, opt = _plain(states, path), _plain(opt, path)
     except RecursionError:
         raise _error(path, None, "states nested as MXNet writes them") from None
+    except TypeError as exc:  # an NDArray inside a key: unhashable once an array
+        raise _error(path, None, "the Updater's states as MXNet writes them", exc) from None
     if not isinstance(states, dict) or not (opt is None or isinstance(opt, OptimizerRecord)):
         raise _error(path, None, "the Updater's states (a dict), or (states, optimizer)")
     return States(states, opt)

@@ -362,13 +362,14 @@ def test_params_of_another_graph_are_refused(tmp_path):
         checkpoint.check_params(graph, own, "files", inputs=["data"])
 
 
-def _old_form(graph):
-    """The same graph as releases before 1.0 wrote it: "attr", 2-item inputs, no version."""
+def _old_form(graph, key="attr"):
+    """The same graph as releases before 1.0 wrote it: "attr" (or the oldest "param"),
+    2-item inputs, no version."""
     old = {"nodes": [], "arg_nodes": graph["arg_nodes"], "heads": graph["heads"]}
     for node in graph["nodes"]:
         node = dict(node)
         if "attrs" in node:
-            node["attr"] = node.pop("attrs")
+            node[key] = node.pop("attrs")
         node["inputs"] = [e[:2] for e in node["inputs"]]
         old["nodes"].append(node)
     return old
@@ -388,6 +389,9 @@ def test_an_old_form_symbol_reads_as_mxnet_loads_it(tmp_path):
         node["inputs"] = [[e[0], e[1], 0] for e in node["inputs"]]
     assert ours["nodes"] == new["nodes"] and ours["heads"] == new["heads"]
     assert checkpoint.symbol_version(ours) is None
+    with open(old_path, "w") as f:
+        json.dump(_old_form(json.loads(sym.tojson()), "param"), f)
+    assert checkpoint.read_symbol(old_path)["nodes"] == new["nodes"]
 
 
 def test_bad_symbol_files(tmp_path):
@@ -398,6 +402,7 @@ def test_bad_symbol_files(tmp_path):
         ('{"nodes": [{"op": "null", "name": "x", "inputs": [[0, 0]]}], "heads": [[0,0]]}', "input"),
         ('{"nodes": [{"op": "null", "name": "x", "inputs": []}], "heads": [[1, 0]]}', "a head"),
         ('{"nodes": [{"op": "null", "name": "x", "inputs": []}]}', '"heads"'),
+        ('{"nodes": [{"op": "null", "name": "x"}], "arg_nodes": ["0"], "heads": [[0, 0]]}', "arg_"),
         ("\xff", "expected JSON|UTF-8"),
     ):
         with open(path, "w", encoding="latin-1") as f:
@@ -525,6 +530,9 @@ def test_shared_and_cyclic_pickles_end(tmp_path):
     loop.append(loop)
     with pytest.raises(CheckpointError, match="nested"):
         states_from_bytes(pickle.dumps({0: loop}), "loop")
+    key = pickle.dumps({(1, mx.nd.ones(2)): 0})  # an NDArray in a key: an array once read
+    with pytest.raises(CheckpointError, match="the Updater's states as MXNet writes them"):
+        states_from_bytes(key, "key")
 
 
 @FUZZ
