@@ -184,6 +184,24 @@ def test_np_shape_arrays_v3(tmp_path):
     assert ours.arrays["scalar"].shape == () and ours.arrays["empty"].shape == (0, 3)
 
 
+def test_npx_save_of_mx_np_arrays(tmp_path):
+    if not facts.since(facts.NUMPY_SUBPACKAGE):
+        pytest.skip("MXNet %s has no mx.np arrays" % mx.__version__)
+    path = str(tmp_path / "npx.params")
+    with mx.util.np_shape(True), mx.util.np_array(True):
+        values = {
+            "s": mx.np.array(3.0),
+            "w": mx.np.arange(12).reshape(3, 4),
+            "e": mx.np.ones((2, 0)),
+        }
+        mx.npx.save(path, values)
+        theirs = mx.npx.load(path)
+    ours = checkpoint.read_params(path)
+    assert set(ours.arrays) == set(theirs) == set(values)
+    for name, array in theirs.items():
+        _same(ours.arrays[name], array)
+
+
 def _list_file(*arrays, names=()):
     out = struct.pack("<QQQ", 0x112, 0, len(arrays)) + b"".join(arrays)
     out += struct.pack("<Q", len(names))
