@@ -45,15 +45,30 @@ def check_device(index):
     return verdict
 
 
+_mxnet_class = None
+
+
+def mxnet_error(exc):
+    """``exc`` as an error that is also MXNet's ``MXNetError``: code that tries a GPU and falls
+    back to the CPU on MXNet's error (``except mx.base.MXNetError``) keeps doing so."""
+    global _mxnet_class
+    if _mxnet_class is None:
+        from mxnet.base import MXNetError
+
+        _mxnet_class = type("GPUNotSupported", (guard.GPUNotSupported, MXNetError), {})
+        _mxnet_class.__module__ = guard.__name__
+    return _mxnet_class(str(exc))
+
+
 def _gpu(wrapped, instance, args, kwargs):
     context = wrapped(*args, **kwargs)
     index = context.device_id
     if index not in _checked:
         try:
             check_device(index)
-        except guard.GPUNotSupported:
+        except guard.GPUNotSupported as exc:
             record(PATCH)
-            raise
+            raise mxnet_error(exc) from None
         _checked.add(index)
     return context
 

@@ -68,6 +68,18 @@ def test_a_gpu_without_code_is_one_clear_error(capability, name, fusion_env):
     assert guard.FUSION not in os.environ
 
 
+def test_the_refusal_is_also_mxnets_error():
+    # Code that tries a GPU and falls back on MXNet's error keeps falling back.
+    with pytest.raises(guard.GPUNotSupported):
+        guard.check(driver.Device(0, "NVIDIA H200", (9, 0)), ARCHS, (11, 8), LIBRARY)
+    error = gpu_arch.mxnet_error(guard.GPUNotSupported("GPU 0, NVIDIA H200, is sm_90"))
+    assert isinstance(error, mx.base.MXNetError) and isinstance(error, guard.GPUNotSupported)
+    assert str(error) == "GPU 0, NVIDIA H200, is sm_90"
+    assert type(error).__module__ + "." + type(error).__name__ == (
+        "mxcompat.cuda.guard.GPUNotSupported"
+    )
+
+
 @pytest.mark.parametrize("capability", [(8, 0), (8, 6), (8, 9)])
 def test_nvrtc_118_compiles_for_every_gpu_the_wheel_runs_on(capability, fusion_env, recwarn):
     device = driver.Device(0, "GPU", capability)
