@@ -295,8 +295,16 @@ def test_a_missing_file_is_one_error(tmp_path):
 @settings(FUZZ, max_examples=300)
 @given(data=st.data())
 def test_fuzzed_params_give_only_checkpoint_errors(data, tmp_path):
+    """Mutated V2 files (this release's), V3 ones (np shape) and the oldest layout's."""
     _, real = _small(tmp_path)
-    blob = bytearray(real)
+    seeds = [real, _list_file(_dense(np.ones((2, 3)), None), _dense(np.ones(1), None))]
+    if NP_SHAPE:
+        path = str(tmp_path / "v3.params")
+        with mx.util.np_shape(True):
+            mx.nd.save(path, {"s": mx.nd.array(np.array(1.0)), "w": mx.nd.ones((2, 2))})
+        with open(path, "rb") as f:
+            seeds.append(f.read())
+    blob = bytearray(data.draw(st.sampled_from(seeds)))
     for _ in range(data.draw(st.integers(1, 4))):
         at = data.draw(st.integers(0, len(blob) - 1))
         blob[at] = data.draw(st.integers(0, 255))
