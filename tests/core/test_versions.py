@@ -39,6 +39,7 @@ NOT_COMBINATIONS = {
     "docs",
     "docs-py313",
     "gpu-py313-mxnet191-cu117",
+    "py311-nomx",
 }
 # Envs that run one file on a combination, in a section of their own (Horovod): hvd-<combination>.
 # (Horovod, hvd-; the torch extra, torch-<mxNN> on the mxNN combination.)
