@@ -26,6 +26,7 @@ from tests.support.models import (
     mlp_symbol,
     regression_batches,
     regression_module,
+    sequential_regression_module,
 )
 from tests.support.ps_cluster import run_cluster
 
@@ -399,20 +400,7 @@ def test_bucketing_module_rebinds_every_bucket(monkeypatch):
 
 
 def _sequential():
-    data = mx.sym.Variable("data")
-    first = mx.sym.Activation(
-        mx.sym.FullyConnected(data, num_hidden=5, name="fc1"), act_type="tanh"
-    )
-    second = mx.sym.LinearRegressionOutput(
-        mx.sym.FullyConnected(data, num_hidden=3, name="fc2"), name="lro"
-    )
-    seq = mx.mod.SequentialModule()
-    seq.add(mx.mod.Module(first, data_names=("data",), label_names=None))
-    seq.add(
-        mx.mod.Module(second, data_names=("data",), label_names=("lro_label",)),
-        take_labels=True,
-        auto_wiring=True,
-    )
+    seq = sequential_regression_module()
     bind_regression(seq)
     seq.init_optimizer(optimizer=ADAM[0], optimizer_params=ADAM[1])
     return seq
