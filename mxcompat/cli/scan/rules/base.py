@@ -33,6 +33,8 @@ RUNTIME_ONLY = {
     ("dataloader_spawn", "set_start_method('spawn')"): "the start method chosen at run time",
     ("exec_stack", "cannot enable executable stack"): "the installed library and glibc",
     ("scipy_chisquare", "sum of the observed"): "MXNet's own code on the installed SciPy",
+    ("cuda_libs", "cannot open shared object file"): "the host's CUDA libraries",
+    ("gpu_arch", "NVRTC Compilation failed"): "the GPU the code runs on",
     ("onnx", "Onnx and protobuf"): "the installed onnx",
     ("ndarray_to_numpy", "mx.test_utils.same"): "the installed NumPy",
     ("ndarray_to_numpy", "Could not convert"): "the installed NumPy",
