@@ -98,12 +98,11 @@ def _worker(rank, module, path, result):
 
 
 def _ddp(module, tmp_path):
+    # torch._dynamo: DDP imports it (and SymPy) at its first construction; once here, not in
+    # each child at the same time.
     import torch
-    import torch.multiprocessing as tmp
-
-    # DDP imports torch._dynamo (and SymPy) at its first construction: once here, not in each
-    # child at the same time.
     import torch._dynamo  # noqa: F401
+    import torch.multiprocessing as tmp
 
     result = str(tmp_path / "rank%d.pt")
     # fork: the converted module's class is generated code, which a spawned child could not
