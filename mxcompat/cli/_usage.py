@@ -3,6 +3,7 @@ cannot do (a bad option value, a missing tool), the errors a conversion reports 
 and the type of an `--input-shape`."""
 
 import argparse
+import sys
 
 
 class UsageError(Exception):
@@ -20,6 +21,16 @@ CONVERSION_ERRORS = (
     TypeError,
     AssertionError,
 )
+
+
+def conversion_failed(command, exc):
+    """Print ``exc`` as ``mxcompat COMMAND``'s one-line error; the exit status.  Those not in
+    CONVERSION_ERRORS (MXNetError and the like) keep their type's name: it says whose it is."""
+    if isinstance(exc, CONVERSION_ERRORS):
+        sys.stderr.write("mxcompat %s: %s\n" % (command, exc))
+    else:
+        sys.stderr.write("mxcompat %s: %s: %s\n" % (command, type(exc).__name__, exc))
+    return 1
 
 
 def parse_shape(text):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from .. import onnx as onnx_export
-from ._usage import CONVERSION_ERRORS, parse_shape
+from ..convert._common import missing_checkpoint
+from ._usage import conversion_failed, parse_shape
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -49,14 +49,9 @@ def main(args: argparse.Namespace) -> int:
     """Run ``mxcompat onnx`` with its parsed ``args``; the exit status."""
     import warnings
 
-    files = ["%s-symbol.json" % args.prefix, "%s-%04d.params" % (args.prefix, args.epoch)]
-    missing = [f for f in files if not os.path.isfile(f)]
+    missing = missing_checkpoint(args.prefix, args.epoch)
     if missing:
-        # MXNet's own error here is a C++ stack trace.
-        sys.stderr.write(
-            "mxcompat onnx: no checkpoint %s, epoch %d: %s not found\n"
-            % (args.prefix, args.epoch, " and ".join(missing))
-        )
+        sys.stderr.write("mxcompat onnx: %s\n" % missing)
         return 1
     try:
         with warnings.catch_warnings():
@@ -71,13 +66,8 @@ def main(args: argparse.Namespace) -> int:
             opset=args.opset,
             verify=not args.no_verify,
         )
-    except CONVERSION_ERRORS as exc:
-        sys.stderr.write("mxcompat onnx: %s\n" % exc)
-        return 1
-    except Exception as exc:
-        # MXNetError and the like: one line, as above, with the type that says whose it is.
-        sys.stderr.write("mxcompat onnx: %s: %s\n" % (type(exc).__name__, exc))
-        return 1
+    except Exception as exc:  # whatever it is, said as the command's error
+        return conversion_failed("onnx", exc)
     sys.stdout.write(
         "wrote %s: opset %d, %d nodes, inputs %s%s\n"
         % (

@@ -7,7 +7,8 @@ import argparse
 import os
 import sys
 
-from ._usage import CONVERSION_ERRORS, parse_shape
+from ..convert._common import checkpoint_files, missing_checkpoint
+from ._usage import conversion_failed, parse_shape
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -93,13 +94,10 @@ def main(args: argparse.Namespace) -> int:
 
     from .._core.log import MXCompatWarning
 
-    files = ["%s-symbol.json" % args.prefix, "%s-%04d.params" % (args.prefix, args.epoch)]
-    missing = [f for f in (files[:1] if args.check else files) if not os.path.isfile(f)]
+    files = checkpoint_files(args.prefix, args.epoch)
+    missing = missing_checkpoint(args.prefix, args.epoch, files[:1] if args.check else files)
     if missing:
-        sys.stderr.write(
-            "mxcompat torch: no checkpoint %s, epoch %d: %s not found\n"
-            % (args.prefix, args.epoch, " and ".join(missing))
-        )
+        sys.stderr.write("mxcompat torch: %s\n" % missing)
         return 1
     if args.check:
         return _check(args.prefix, args.epoch, *files)
@@ -137,11 +135,7 @@ def main(args: argparse.Namespace) -> int:
                 sys.stderr.write("mxcompat torch: %s\n" % str(w.message).split(": ", 1)[-1])
             else:
                 warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-    except CONVERSION_ERRORS as exc:
-        sys.stderr.write("mxcompat torch: %s\n" % exc)
-        return 1
     except Exception as exc:  # whatever it is, said as the command's error
-        sys.stderr.write("mxcompat torch: %s: %s\n" % (type(exc).__name__, exc))
-        return 1
+        return conversion_failed("torch", exc)
     sys.stdout.write("wrote %s%s\n" % (", ".join(written), weights_note))
     return 0

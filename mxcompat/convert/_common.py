@@ -1,6 +1,8 @@
 """What every module of the conversion needs: MXNet (imported at first use, as mxcompat
 never imports it itself) and errors in mxcompat's words."""
 
+import os
+
 
 def _mx():
     import mxnet
@@ -14,6 +16,21 @@ def _names(values):
 
 def _fail(where, message, error=ValueError):
     return error("mxcompat.%s: %s" % (where, message))
+
+
+def checkpoint_files(prefix, epoch):
+    """MXNet's two files of checkpoint ``(prefix, epoch)``: (symbol file, params file)."""
+    return "%s-symbol.json" % prefix, "%s-%04d.params" % (prefix, epoch)
+
+
+def missing_checkpoint(prefix, epoch, files=None):
+    """None when ``files`` (default: both of the checkpoint's) exist; else the message naming
+    those not found (MXNet's own error there is a C++ stack trace)."""
+    files = checkpoint_files(prefix, epoch) if files is None else files
+    missing = [f for f in files if not os.path.isfile(f)]
+    if not missing:
+        return None
+    return "no checkpoint %s, epoch %d: %s not found" % (prefix, epoch, " and ".join(missing))
 
 
 def _as_contexts(ctx):

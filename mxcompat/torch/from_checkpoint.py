@@ -15,7 +15,7 @@ import sys
 import tempfile
 import traceback
 
-from ..convert._common import _fail, _names
+from ..convert._common import _fail, _names, checkpoint_files, missing_checkpoint
 
 WHERE = "to_torch"
 
@@ -54,15 +54,10 @@ class Checkpoint:
         from .checkpoint import read_params, read_symbol
 
         self.prefix, self.epoch = str(prefix), epoch
-        self.symbol_file, self.params_file = files(prefix, epoch)
-        missing = [f for f in (self.symbol_file, self.params_file) if not os.path.isfile(f)]
+        self.symbol_file, self.params_file = checkpoint_files(prefix, epoch)
+        missing = missing_checkpoint(self.prefix, epoch)
         if missing:
-            raise _fail(
-                WHERE,
-                "no checkpoint %s, epoch %d: %s not found"
-                % (self.prefix, epoch, " and ".join(missing)),
-                FileNotFoundError,
-            )
+            raise _fail(WHERE, missing, FileNotFoundError)
         self.graph = read_symbol(self.symbol_file)
         self.text = json.dumps(self.graph, sort_keys=True)
         found = read_params(self.params_file)
@@ -125,10 +120,6 @@ class Checkpoint:
 def _few(names, most=8):
     shown = _names(names[:most])
     return shown + (" and %d more" % (len(names) - most) if len(names) > most else "")
-
-
-def files(prefix, epoch):
-    return "%s-symbol.json" % prefix, "%s-%04d.params" % (prefix, epoch)
 
 
 def mxnet_importable():
