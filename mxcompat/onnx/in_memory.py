@@ -9,8 +9,7 @@ import sys
 from .._core import facts
 from ..convert._common import _check_flag, _fail, _infer_shapes, _mx
 from ..convert.model import model_graph
-from ..convert.shared import known_shapes as _known_shapes  # torch/convert.py imports it here
-from ..convert.shared import shape_list as _shape_list  # torch/convert.py imports it here
+from ..convert.shared import known_shapes, shape_list
 from .mxnet_exporter import (
     _converters,
     _exporting,
@@ -159,7 +158,7 @@ def to_onnx(
     mx = _mx()
     symbol, arg_params, aux_params, inputs = model_graph(model, "to_onnx")
     params = {**arg_params, **aux_params}
-    shapes = _shape_list(input_shapes, inputs, _known_shapes(model), "to_onnx")
+    shapes = shape_list(input_shapes, inputs, known_shapes(model), "to_onnx")
     # MXNet's exporter infers shapes itself and fails inside (a TypeError on a None shape).
     _infer_shapes(symbol, dict(zip(inputs, shapes)), "input shape(s)", "to_onnx")
     low, high = _opsets()

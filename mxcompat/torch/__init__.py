@@ -2,14 +2,17 @@
 line per MXNet node, with MXNet's semantics) and ``to_torch_optimizer`` (MXNet's update rules
 as a ``torch.optim.Optimizer``).  torch is imported at the first call only.
 
-Layout: ``codegen`` (the symbol graph as source; no torch), ``runtime`` (MXNet's operators in
-torch, what the generated code calls), ``convert`` (``to_torch``), ``verify`` (node by node
-against MXNet), ``optim`` (``to_torch_optimizer``), ``optim_rules`` (MXNet's update rules and
-schedulers in torch only, copied beside model.py as ``mxnet_optim.py``), ``optim_state`` (the
-optimizer's states read from a Trainer, a Module or a states file), ``checkpoint`` (MXNet's
-``.params``, symbol JSON and, through ``states_file``, states files read with NumPy alone: no
-mxnet, no torch; ``ndarray_file`` the NDArray layouts both read), ``export`` (the files
-``mxcompat torch`` writes)."""
+Layout: ``codegen`` (the symbol graph as source; no torch) with its emitters ``nodes`` (the
+node and its attributes), ``layers`` and ``tensors`` (one per operator), ``runtime`` (MXNet's
+operators in torch, what the generated code calls), ``convert`` (``to_torch``),
+``from_checkpoint`` (a checkpoint's files to a module without MXNet, and the verification in
+another interpreter), ``verify`` (node by node against MXNet), ``optim``
+(``to_torch_optimizer``), ``optim_rules`` (MXNet's update rules and schedulers in torch only,
+copied beside model.py as ``mxnet_optim.py``), ``optim_state`` (the optimizer's states read
+from a Trainer, a Module or a states file), ``checkpoint`` (MXNet's ``.params``, symbol JSON
+and, through ``states_file``, states files read with NumPy alone: no mxnet, no torch;
+``ndarray_file`` the NDArray layouts both read), ``export`` (the files ``mxcompat torch``
+writes)."""
 
 from .convert import to_torch
 from .optim import to_torch_optimizer
