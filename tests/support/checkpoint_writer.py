@@ -51,21 +51,9 @@ def writer_python(row):
 
 def write(python, directory):
     """Run this module in ``python`` (a release's env, without mxcompat) into ``directory``."""
-    from mxcompat.patches import exec_stack
+    from .processes import run_plain
 
-    from .repo import ROOT
-
-    env = exec_stack.without_mxcompat(dict(os.environ))
-    proc = subprocess.run(
-        [python, "-m", "tests.support.checkpoint_writer", directory],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=600,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError("the writer failed in %s:\n%s" % (python, proc.stderr[-4000:]))
+    run_plain(python, "tests.support.checkpoint_writer", [directory], what="the writer")
 
 
 # --- what runs in the release's env (MXNet and NumPy only) ----------------------------------------

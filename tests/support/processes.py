@@ -1,6 +1,7 @@
 """Code run elsewhere than in the test's own thread: a fresh interpreter of this env (a script
 written to a file, ``python -c``, ``python -m mxcompat``), or many threads at once."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -8,6 +9,8 @@ import threading
 import time
 
 from mxcompat._core import settings
+
+from . import repo
 
 
 def subprocess_env(env=None):
@@ -69,3 +72,25 @@ def run_threads(target, count, timeout):
     finally:
         sys.setswitchinterval(interval)
     return [t for t in threads if t.is_alive()]
+
+
+def run_plain(python, module, args, env=None, what="the reference computation"):
+    """``python -m module *args`` from the checkout as plain MXNet runs there (mxcompat kept
+    out; plain MXNet 1.3-1.6 cannot load on glibc >= 2.41, so it gets glibc's switch); a
+    RuntimeError with its stderr when it fails."""
+    from mxcompat.patches import exec_stack
+
+    env = exec_stack.without_mxcompat(dict(os.environ if env is None else env))
+    proc = subprocess.run(
+        [python, "-m", module] + list(args),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=repo.ROOT,
+        timeout=600,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            "%s failed in %s (%d):\n%s" % (what, python, proc.returncode, proc.stderr[-4000:])
+        )
+    return proc

@@ -23,16 +23,14 @@ Where the reference comes from:
 """
 
 import os
-import subprocess
 import sys
 import tempfile
 
 from mxcompat import _envs
 from mxcompat._core import facts, settings, versions
-from mxcompat.patches import exec_stack
 
 from . import numpy_reference
-from .repo import ROOT
+from .processes import run_plain
 
 # The stack MXNet's Python layer is judged against: every release 1.3.1 … 1.9.1 imports and
 # trains on it without mxcompat.  It is 1.9.1's row of mxcompat's versions table (Python 3.11:
@@ -125,22 +123,8 @@ def compute_reference(python, env):
     ``env``), and return its results."""
     fd, out = tempfile.mkstemp(suffix=".npz", prefix="mxcompat-reference-")
     os.close(fd)
-    # Plain MXNet 1.3-1.6 cannot load on glibc >= 2.41: the reference gets glibc's switch.
-    env = exec_stack.without_mxcompat(dict(os.environ if env is None else env))
     try:
-        proc = subprocess.run(
-            [python, "-m", "tests.support.numpy_reference", out],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=ROOT,
-            timeout=600,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(
-                "the reference computation failed in %s (%d):\n%s"
-                % (python, proc.returncode, proc.stderr[-4000:])
-            )
+        run_plain(python, "tests.support.numpy_reference", [out], env)
         return numpy_reference.load(out)
     finally:
         os.unlink(out)
