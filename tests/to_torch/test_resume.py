@@ -177,25 +177,6 @@ def _resume_gluon(kind, from_file, tmp_path, carry=True, kvstore=None):
     return module, {p.name: p.data().asnumpy() for p in net.collect_params().values()}
 
 
-@pytest.mark.parametrize("kind", sorted(OPTIMIZERS))
-def test_trainer_resumes_at_step_n_plus_1(kind, tmp_path):
-    module, expected = _resume_gluon(kind, False, tmp_path)
-    _close(module, expected, "Trainer, %s" % kind)
-
-
-@pytest.mark.parametrize("kind", sorted(OPTIMIZERS))
-def test_trainer_states_file_resumes_at_step_n_plus_1(kind, tmp_path):
-    module, expected = _resume_gluon(kind, True, tmp_path)
-    _close(module, expected, "Trainer.save_states, %s" % kind)
-
-
-@pytest.mark.parametrize("kind", ["sgd", "adam"])
-def test_trainer_updating_on_its_kvstore_resumes(kind, tmp_path):
-    """update_on_kvstore: the states are the kvstore's updater's."""
-    module, expected = _resume_gluon(kind, False, tmp_path, kvstore=mx.kv.create("local"))
-    _close(module, expected, "Trainer on a kvstore, %s" % kind)
-
-
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
 def test_starting_from_zero_state_would_part(kind, tmp_path):
     """The comparison above can fail: a fresh optimizer's steps N+1.. differ by far more."""
@@ -260,23 +241,24 @@ def _resume_module(kind, from_file, tmp_path, kvstore=None):
     return module, {n: v.asnumpy() for n, v in args.items()}
 
 
+RESUMES = {"Trainer": _resume_gluon, "Module": _resume_module}
+STATES_FILES = {"Trainer": "Trainer.save_states", "Module": "Module.save_optimizer_states"}
+
+
+@pytest.mark.parametrize("source", sorted(RESUMES))
+@pytest.mark.parametrize("from_file", [False, True], ids=["live", "states_file"])
 @pytest.mark.parametrize("kind", sorted(OPTIMIZERS))
-def test_module_resumes_at_step_n_plus_1(kind, tmp_path):
-    module, expected = _resume_module(kind, False, tmp_path)
-    _close(module, expected, "Module, %s" % kind)
+def test_resumes_at_step_n_plus_1(source, from_file, kind, tmp_path):
+    module, expected = RESUMES[source](kind, from_file, tmp_path)
+    _close(module, expected, "%s, %s" % (STATES_FILES[source] if from_file else source, kind))
 
 
-@pytest.mark.parametrize("kind", sorted(OPTIMIZERS))
-def test_module_states_file_resumes_at_step_n_plus_1(kind, tmp_path):
-    module, expected = _resume_module(kind, True, tmp_path)
-    _close(module, expected, "Module.save_optimizer_states, %s" % kind)
-
-
+@pytest.mark.parametrize("source", sorted(RESUMES))
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
-def test_module_updating_on_its_kvstore_resumes(kind, tmp_path):
-    """update_on_kvstore: the states are the kvstore's updater's, keyed by name."""
-    module, expected = _resume_module(kind, False, tmp_path, kvstore=mx.kv.create("local"))
-    _close(module, expected, "Module on a kvstore, %s" % kind)
+def test_updating_on_its_kvstore_resumes(source, kind, tmp_path):
+    """update_on_kvstore: the states are the kvstore's updater's (a Module's keyed by name)."""
+    module, expected = RESUMES[source](kind, False, tmp_path, kvstore=mx.kv.create("local"))
+    _close(module, expected, "%s on a kvstore, %s" % (source, kind))
 
 
 # --- the torch side ---------------------------------------------------------------------------
