@@ -18,22 +18,28 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _resnet(dtype):
-    mx.random.seed(0)
-    net = vision.resnet18_v1(classes=4, thumbnail=True)
+def _prepared(net, dtype, side):
+    """``net`` initialised, cast to ``dtype``, hybridized and run once on a seeded (2, 3, side,
+    side) input, its BatchNorm statistics set away from (0, 1) so a BatchNorm slip shows;
+    (net, input)."""
     net.initialize(mx.init.Xavier())
     net.cast(dtype)
     net.hybridize()
     rng = np.random.RandomState(1)
-    x = mx.nd.array(rng.uniform(-1, 1, (2, 3, 32, 32)), dtype=dtype)
+    x = mx.nd.array(rng.uniform(-1, 1, (2, 3, side, side)), dtype=dtype)
     net(x)
-    # Statistics away from (0, 1), so a BatchNorm slip shows.
     for name, param in net.collect_params().items():
         if name.endswith("running_mean"):
             param.set_data(mx.nd.array(rng.uniform(-0.2, 0.2, param.shape), dtype=param.dtype))
         elif name.endswith("running_var"):
             param.set_data(mx.nd.array(rng.uniform(0.5, 1.5, param.shape), dtype=param.dtype))
     return net, x
+
+
+def _resnet(dtype):
+    mx.random.seed(0)
+    net = vision.resnet18_v1(classes=4, thumbnail=True)
+    return _prepared(net, dtype, 32)
 
 
 def _small(dtype):
@@ -51,18 +57,7 @@ def _small(dtype):
         nn.GlobalAvgPool2D(),
         nn.Dense(4),
     )
-    net.initialize(mx.init.Xavier())
-    net.cast(dtype)
-    net.hybridize()
-    rng = np.random.RandomState(1)
-    x = mx.nd.array(rng.uniform(-1, 1, (2, 3, 8, 8)), dtype=dtype)
-    net(x)
-    for name, param in net.collect_params().items():
-        if name.endswith("running_mean"):
-            param.set_data(mx.nd.array(rng.uniform(-0.2, 0.2, param.shape), dtype=param.dtype))
-        elif name.endswith("running_var"):
-            param.set_data(mx.nd.array(rng.uniform(0.5, 1.5, param.shape), dtype=param.dtype))
-    return net, x
+    return _prepared(net, dtype, 8)
 
 
 def test_verify_float64_network():
