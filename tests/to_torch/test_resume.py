@@ -264,14 +264,20 @@ def test_updating_on_its_kvstore_resumes(source, kind, tmp_path):
 # --- the torch side ---------------------------------------------------------------------------
 
 
-def test_scheduler_position_and_update_count_carry_over(tmp_path):
+def _adam_after_n_steps():
+    """N Adam steps of the Gluon net (its scheduler on), then the model and the optimizer
+    converted: (batches, trainer, module, torch optimizer)."""
     batches = _batches()
     net = _net()
     trainer = _trainer(net, "adam")
     for x, y in batches[:N]:
         _gluon_step(net, trainer, x, y)
     module = mxcompat.to_torch(net, verify=False)
-    topt = mxcompat.to_torch_optimizer(trainer, module, batch_size=BATCH)
+    return batches, trainer, module, mxcompat.to_torch_optimizer(trainer, module, batch_size=BATCH)
+
+
+def test_scheduler_position_and_update_count_carry_over(tmp_path):
+    batches, trainer, module, topt = _adam_after_n_steps()
     assert topt.num_update == trainer._optimizer.num_update == N
     group = topt.param_groups[0]
     # The scheduler was halved at update 3: its next value is MXNet's.
@@ -286,13 +292,7 @@ def test_scheduler_position_and_update_count_carry_over(tmp_path):
 def test_state_dict_round_trip_resumes_bit_for_bit(tmp_path):
     import torch
 
-    batches = _batches()
-    net = _net()
-    trainer = _trainer(net, "adam")
-    for x, y in batches[:N]:
-        _gluon_step(net, trainer, x, y)
-    module = mxcompat.to_torch(net, verify=False)
-    topt = mxcompat.to_torch_optimizer(trainer, module, batch_size=BATCH)
+    batches, trainer, module, topt = _adam_after_n_steps()
     module.train()
     _torch_gluon_step(module, topt, *batches[N])
     buf = io.BytesIO()
