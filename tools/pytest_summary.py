@@ -1,12 +1,12 @@
 """pytest's summary line: found in a run's output, counted, and totalled over tox envs.
 
 The one reader of that line (``.ci/run``'s report, the benchmarks' MXNet-suite timing).  As a
-program it reads the ``--result-json`` files of ``tox run-parallel`` and prints one line per env
+program it reads the ``--result-json`` files of tox runs and prints one line per env
 (its exit status, wall, setup and command time, its pytest summary; or why it was skipped), for
 a failed env what failed and the end of its output, and last ``total: N passed, N failed, N
 skipped``; the exit status says whether every env succeeded.
 
-    python -m tools.pytest_summary .ci/logs/host.json .ci/logs/root.json
+    python -m tools.pytest_summary .ci/logs/mx131.json .ci/logs/mx191.json
 """
 
 import argparse
