@@ -134,10 +134,12 @@ NDARRAY_SHAPE_EX = (1, 5)
 # writes the V3 magic (NumPy shape semantics: 0-d arrays, ndim -1 for none) inside
 # mx.util.np_shape(True) from 1.5, V2 otherwise; bool arrays (type flag 7) are made and saved
 # from 1.6; flags 8-12 (int16 ... bfloat16) are defined from 1.7, and the pip wheels make
-# bfloat16 arrays (amp_cast on CPU) from 1.8.  Seen in the wheels' mshadow and by saving.
+# bfloat16 arrays from 1.7 (amp_cast on CPU, given MXNet's own dtype, a structured uint16 named
+# bfloat16; the string "bfloat16" only where NumPy knows it, from ml_dtypes, which 1.8+ import
+# through onnx).  Seen in the wheels' mshadow and by saving.
 NDARRAY_V3_SAVE = (1, 5)
 NDARRAY_BOOL = (1, 6)
-NDARRAY_BFLOAT16 = (1, 8)
+NDARRAY_BFLOAT16 = (1, 7)
 # Builds with 64-bit tensor sizes (runtime feature INT64_TENSOR_SIZE) read and make shapes
 # with the *64 C calls from 1.6 (int64_tensor_size() below); before 1.6 the Python side never
 # did, and the pip wheels of every release are built without it.
