@@ -18,8 +18,11 @@ MXNet's BatchNorm as a function (``mxops.batch_norm``), there is no ``nn.BatchNo
 swap (asserted below); MXNet's ``contrib.SyncBatchNorm`` has no converted counterpart."""
 
 import copy
+import datetime
 import importlib.util
+import os
 import sys
+import traceback
 
 import mxnet as mx
 import numpy as np
@@ -82,8 +85,14 @@ def _worker(rank, module, path, result):
     import torch.distributed as dist
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="file://" + path, rank=rank, world_size=2)
+    # Each rank ends with os._exit, its result saved and the other rank's seen at the barrier:
+    # gloo's process group can wait forever in its destructor (joining its worker thread) once
+    # the other rank has gone, seen under load; and a collective gives up after two minutes.
     try:
+        timeout = datetime.timedelta(seconds=120)
+        dist.init_process_group(
+            "gloo", init_method="file://" + path, rank=rank, world_size=2, timeout=timeout
+        )
         opt = _optimizer(module, BATCH // 2)
         ddp = torch.nn.parallel.DistributedDataParallel(module)
         ddp.train()
@@ -93,8 +102,12 @@ def _worker(rank, module, path, result):
             opt.step()
             opt.zero_grad()
         torch.save(module.state_dict(), result % rank)
-    finally:
-        dist.destroy_process_group()
+        dist.barrier()
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    os._exit(0)
 
 
 def _ddp(module, tmp_path):
