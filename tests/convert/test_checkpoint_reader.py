@@ -84,9 +84,8 @@ def test_every_dtype_the_release_writes(dtype, tmp_path):
     assert ours.arrays["a"].dtype == np.dtype(dtype)
 
 
-# MXNet's own name for bfloat16 (type flag 12).  The string "bfloat16" reaches NumPy, which knows
-# it only once ml_dtypes is imported (MXNet 1.9 imports onnx, and so ml_dtypes, where onnx is
-# installed).
+# MXNet's own name for bfloat16 (type flag 12); the string "bfloat16" works only where NumPy
+# knows it (facts.NDARRAY_BFLOAT16 says when).
 BFLOAT16 = np.dtype([("bfloat16", np.uint16)])
 
 
