@@ -22,9 +22,10 @@ import pytest  # noqa: E402
 from mxcompat._core import settings  # noqa: E402
 
 # mxcompat's own switches from the caller's shell (a stray MXCOMPAT_FREEZE) would change what
-# the tests test; each test sets what it means to test.  The test cache and the MXNet-suite
-# runner's source folder are inputs of the tests, not switches.
-_KEPT = (settings.TEST_CACHE, settings.MXNET_SRC)
+# the tests test; each test sets what it means to test.  The test cache, the MXNet-suite
+# runner's source folder, and what tox and .ci/run tell tests/packaging (the built
+# distributions' folder; whether a missing Python fails) are inputs of the tests, not switches.
+_KEPT = (settings.TEST_CACHE, settings.MXNET_SRC, "MXCOMPAT_DIST", "MXCOMPAT_CI_REQUIRE_ALL")
 _stray = sorted(set(os.environ) - set(settings.environ_without_ours(keep=_KEPT)))
 for _name in _stray:
     del os.environ[_name]
