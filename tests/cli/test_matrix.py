@@ -361,8 +361,11 @@ class _Terminal:
         return True
 
 
-def test_the_live_display_redraws_one_line_per_env_in_place():
+def test_the_live_display_redraws_one_line_per_env_in_place(monkeypatch):
     from mxcompat._core import versions
+
+    # A line is cut at the terminal's width: a wide one, whatever runs the tests.
+    monkeypatch.setenv("COLUMNS", "200")
 
     envs = [runner.Env(versions.by_name("mx191")), runner.Env(versions.by_name("mx131"))]
     envs[1].result, envs[1].reason = SKIPPED, "no Python 3.7 interpreter found"
