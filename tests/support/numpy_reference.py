@@ -480,15 +480,16 @@ def compute():
     import numpy as np
 
     rec = Recorder(np, mx)
-    tmp = tempfile.mkdtemp(prefix="mxcompat-ref-")
-    conversions(rec, np, mx)
-    arithmetic(rec, np, mx)
-    gluon_training(rec, np, mx)
-    module_fit(rec, np, mx, tmp)
-    save_load(rec, np, mx, tmp)
-    metrics(rec, np, mx)
-    data_io(rec, np, mx)
-    control_flow(rec, np, mx)
+    # The checkpoints it writes and reads back, gone once their arrays are recorded.
+    with tempfile.TemporaryDirectory(prefix="mxcompat-ref-") as tmp:
+        conversions(rec, np, mx)
+        arithmetic(rec, np, mx)
+        gluon_training(rec, np, mx)
+        module_fit(rec, np, mx, tmp)
+        save_load(rec, np, mx, tmp)
+        metrics(rec, np, mx)
+        data_io(rec, np, mx)
+        control_flow(rec, np, mx)
     return rec.out
 
 
