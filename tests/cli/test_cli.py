@@ -284,8 +284,8 @@ def check_off():
 def test_check_fails_for_each_patch_that_is_off_and_only_there(check_off):
     returncode, by_name = check_off
     failed = {name for name, r in by_name.items() if r["status"] == "failed"}
-    expected = {"labels", "int_division", "unbound_get_params", "frozen_statistics"}
-    expected |= {"fixed_param_names"} | ({"onednn_fc_bias"} if ONEDNN_FC_RUNS else set())
+    # onednn_fc_bias fails only where plain MXNet's oneDNN kernels run (its own test says why).
+    expected = set(PATCHES_OFF.split(",")) - (set() if ONEDNN_FC_RUNS else {"onednn_fc_bias"})
     assert (returncode, failed) == (1, expected)
     assert "softmax_label" in by_name["labels"]["detail"]
 
