@@ -182,7 +182,7 @@ def to_onnx(
             % (mx.__version__, opset, "s" if len(missing) > 1 else "", _describe_missing(missing)),
             NotImplementedError,
         )
-    with _exporting(opset) as onnx:
+    with _exporting(opset, raw_weights=True) as onnx:
         graph = _graph_proto(graph_class, symbol, params, shapes, opset)
     model_proto = _model(onnx, graph, opset)
     if verify:

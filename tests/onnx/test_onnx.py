@@ -190,6 +190,7 @@ def test_in_memory_unless_path(tmpdir):
 def test_onnx_is_unchanged_outside_an_export():
     had_mapping = hasattr(onnx, "mapping")
     opset_version, check_graph = onnx.defs.onnx_opset_version, onnx.checker.check_graph
+    make_tensor = onnx.helper.make_tensor
     net, x, _ = _zoo_net("mobilenet0.25")
     seen = {}
 
@@ -215,7 +216,10 @@ def test_onnx_is_unchanged_outside_an_export():
     assert ("onnx.mapping" in sys.modules) == had_mapping
     assert onnx.defs.onnx_opset_version is opset_version
     assert onnx.checker.check_graph is check_graph
+    assert onnx.helper.make_tensor is make_tensor
     assert onnx.defs.onnx_opset_version() > 13
+    big = onnx.helper.make_tensor("w", onnx.TensorProto.FLOAT, (2048,), [0.5] * 2048)
+    assert (len(big.float_data), big.raw_data) == (2048, b"")
 
 
 def _mxnet_export(sym, params, shape, path):
@@ -245,6 +249,28 @@ def test_mxnet_export_model_without_the_patch_fails(tmpdir, unpatched):
     with pytest.raises(ImportError, match="Onnx and protobuf need to be installed"):
         _mxnet_export(net, arg, (2, 4), str(tmpdir.join("m.onnx")))
     assert not hasattr(mx.mod.Module, "to_onnx")
+
+
+@needs_onnx
+def test_large_weights_are_raw_bytes_of_the_same_values_as_mxnets_export(tmpdir):
+    data = mx.sym.var("data")
+    net = mx.sym.FullyConnected(data, num_hidden=64, name="big")  # 64 x 32: 2048 values
+    net = mx.sym.FullyConnected(net, num_hidden=3, name="small")  # 3 x 64: 192
+    rng = np.random.RandomState(3)
+    shapes = {"big_weight": (64, 32), "big_bias": (64,), "small_weight": (3, 64)}
+    arg = {n: mx.nd.array(rng.randn(*s)) for n, s in dict(shapes, small_bias=(3,)).items()}
+    model = mxcompat.to_onnx((net, arg, {}), [(2, 32)])
+    theirs = onnx.load(_mxnet_export(net, arg, (2, 32), str(tmpdir.join("m.onnx"))))
+    ours = {t.name: t for t in model.graph.initializer}
+    assert sorted(ours) == sorted(t.name for t in theirs.graph.initializer)
+    assert [n for n in sorted(ours) if ours[n].raw_data] == ["big_weight"]
+    for tensor in theirs.graph.initializer:  # MXNet's own export: as it always wrote them
+        assert not tensor.raw_data
+        mine, expected = (onnx.numpy_helper.to_array(t) for t in (ours[tensor.name], tensor))
+        assert (mine.dtype, mine.shape) == (expected.dtype, expected.shape)
+        assert mine.tobytes() == expected.tobytes()
+    for name, value in arg.items():
+        assert onnx.numpy_helper.to_array(ours[name]).tobytes() == value.asnumpy().tobytes()
 
 
 @needs_onnx
