@@ -42,12 +42,17 @@ def _import_onnxruntime():
 
 # --- the scope of an MXNet export ----------------------------------------------------------
 
-_thread = threading.local()  # .opsets: the opset of each export running on this thread
+# .exports: (opset, raw_weights) of each export running on this thread, the innermost last.
+_thread = threading.local()
+
+
+def _export_here():
+    exports = getattr(_thread, "exports", None)
+    return exports[-1] if exports else (None, False)
 
 
 def _opset_here():
-    opsets = getattr(_thread, "opsets", None)
-    return opsets[-1] if opsets else None
+    return _export_here()[0]
 
 
 def _mapping_module(onnx):
@@ -99,7 +104,7 @@ def _make_tensor(wrapped, instance, args, kwargs):
     each weight as ``make_tensor(..., vals=array.flatten().tolist(), raw=False)``, which protobuf
     copies one Python float at a time (6 of 9.6 s of a VGG-11 export); the values and the
     model's meaning are the same, only the field that holds them differs."""
-    if getattr(_thread, "raw_weights", False) and not kwargs.get("raw", False) and len(args) == 0:
+    if _export_here()[1] and not kwargs.get("raw", False) and len(args) == 0:
         onnx = sys.modules["onnx"]
         vals, data_type = kwargs.get("vals"), kwargs.get("data_type")
         dtype = {onnx.TensorProto.FLOAT: "<f4", onnx.TensorProto.DOUBLE: "<f8"}.get(data_type)
@@ -168,15 +173,12 @@ def _exporting(opset, raw_weights=False):
     ``export_model`` writes what it always wrote)."""
     onnx = _import_onnx()
     with _exports:
-        opsets = _thread.__dict__.setdefault("opsets", [])
-        opsets.append(opset)
-        outer = getattr(_thread, "raw_weights", False)
-        _thread.raw_weights = raw_weights
+        exports = _thread.__dict__.setdefault("exports", [])
+        exports.append((opset, raw_weights))
         try:
             yield onnx
         finally:
-            _thread.raw_weights = outer
-            opsets.pop()
+            exports.pop()
 
 
 # --- what each release's exporter is --------------------------------------------------------
