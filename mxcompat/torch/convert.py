@@ -13,7 +13,7 @@ import sys
 from ..convert._common import _check_flag, _fail, _mx, _names
 from ..convert.model import model_graph
 from ..convert.shared import known_shapes, shape_list
-from . import codegen
+from . import codegen, tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -89,69 +89,87 @@ def _analyse(model):
     return symbol.tojson(), aux, params, known_shapes(model), symbol
 
 
-def _build(graph, aux, params, frozen, class_name="MXNetModel"):
-    """(the module's class source, Program) for the symbol JSON ``graph`` with ``params``
-    (name -> array) and its auxiliary states ``aux``."""
-    nodes, heads = codegen.load(graph)
+def _graph(text, aux, params, frozen):
+    """The ``tree.Graph`` of the symbol JSON ``text``: its nodes, the arrays' shapes, the
+    frozen parameters and the BatchNorm nodes whose statistics are frozen."""
+    nodes, heads = codegen.load(text)
     ops, missing = codegen.needed(nodes)
     if missing:
-        op = sorted(missing)[0]
-        raise _fail(
-            WHERE,
-            codegen.unsupported_message(op, ops[op])
-            + (
-                "; the graph also has the unsupported %s" % _names(sorted(missing - {op}))
-                if len(missing) > 1
-                else ""
-            ),
-            NotImplementedError,
-        )
-    used = {n["name"] for n in nodes if n["op"] == "null"}
-    arg_params = [
-        n["name"]
-        for n in nodes
-        if n["op"] == "null" and n["name"] in params and n["name"] not in aux
-    ]
-    aux_params = [n["name"] for n in nodes if n["op"] == "null" and n["name"] in aux]
-    missing_aux = [n for n in aux_params if n not in params]
+        raise _fail(WHERE, _unsupported_all(ops, missing), NotImplementedError)
+    variables = [n["name"] for n in nodes if n["op"] == "null"]
+    missing_aux = [n for n in variables if n in aux and n not in params]
     if missing_aux:
         raise _fail(WHERE, "auxiliary state(s) %s have no value" % _names(missing_aux))
+    shapes = {n: tuple(params[n].shape) for n in variables if n in params}
     frozen_stats = set()
     for node in nodes:
         if node["op"] == "BatchNorm":
             stats = [nodes[j]["name"] for j, _ in node["inputs"][3:5]]
             if any(s in frozen for s in stats):
                 frozen_stats.add(node["name"])
-    try:
-        prog = codegen.program(nodes, heads, arg_params, aux_params, frozen_stats)
-    except codegen.Unsupported as exc:
-        raise _fail(
-            WHERE,
-            codegen.unsupported_message(exc.op, [exc.node], exc.detail),
-            NotImplementedError,
-        ) from None
-    shapes = {n: params[n].shape for n in arg_params + aux_params}
-    doc = "Converted from MXNet by mxcompat.to_torch: one line per MXNet node."
-    source = codegen.class_source(prog, class_name, shapes, frozen & used, doc)
-    return source, prog
+    graph = tree.Graph(nodes, heads, shapes, set(aux) & set(shapes), set(frozen), frozen_stats)
+    graph.rnn_pieces, graph.skipped = codegen._rnn_pieces(nodes, heads, shapes)
+    return graph
 
 
-def _compile(source, filename):
+def _unsupported_all(ops, missing):
+    """Every operator the converter does not map, in one message."""
+    first = sorted(missing)[0]
+    message = codegen.unsupported_message(first, ops[first])
+    if len(missing) > 1:
+        message += "; the graph also has the unsupported %s" % _names(sorted(missing - {first}))
+    return message
+
+
+def _build(graph, blocks=None, root="MXNetModel"):
+    """The module tree's ``tree.Written`` for ``graph``: along ``blocks`` (a Gluon block's
+    tree) where they cut the graph into one call per block, else the tree Gluon's names spell,
+    else one flat module."""
+    from .blocks import flat_blocks, name_blocks
+
+    doc = "Converted from MXNet by mxcompat.to_torch."
+    candidates = [blocks] if blocks is not None else []
+    candidates += [lambda: name_blocks(graph), lambda: flat_blocks(graph)]
+    for make in candidates:
+        found = make() if callable(make) else make
+        if found is None:
+            continue
+        try:
+            return tree.write(graph, found, root if found is not blocks else root, doc)
+        except tree.NotATree:
+            continue
+        except codegen.Unsupported as exc:
+            raise _fail(
+                WHERE,
+                codegen.unsupported_message(exc.op, [exc.node], exc.detail),
+                NotImplementedError,
+            ) from None
+    raise AssertionError("the flat module is always a tree")
+
+
+def _compile(source, filename, extra=None):
     from . import runtime
 
     torch = import_torch()
-    namespace = {"torch": torch, "F": torch.nn.functional, "mxops": runtime, "__name__": filename}
+    namespace = {
+        "torch": torch,
+        "nn": torch.nn,
+        "F": torch.nn.functional,
+        "mxops": runtime,
+        "__name__": filename,
+    }
+    namespace.update(extra or {})
     # Registered so a traceback through forward() shows the generated line.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 (our own generated code)
     return namespace
 
 
-def _load_values(module, params, torch):
+def _load_values(module, params, names, torch):
     """Every parameter and buffer from MXNet's array, bit for bit (float32 stays float32)."""
     with torch.no_grad():
         for name, tensor in itertools.chain(module.named_parameters(), module.named_buffers()):
-            array = params[codegen.mxnet_name(name)]
+            array = params[names[name]]
             array = array.asnumpy() if hasattr(array, "asnumpy") else array.copy()
             value = torch.from_numpy(array)
             if tuple(value.shape) != tuple(tensor.shape):
@@ -200,49 +218,93 @@ def to_torch(
 def _convert(model, input_shapes, verify, rtol, atol, verify_with=None):
     """to_torch's work; ``verify_with``: another Python whose MXNet checks a checkpoint."""
     torch = import_torch()
-    graph, aux, params, known, origin = _analyse(model)
+    text, aux, params, known, origin = _analyse(model)
     frozen = _frozen_names(model, list(params), aux)
-    source, prog = _build(graph, aux, params, frozen)
+    graph = _graph(text, aux, params, frozen)
+    blocks, root = None, "MXNetModel"
+    mx = sys.modules.get("mxnet")
+    if mx is not None and isinstance(model, mx.gluon.HybridBlock):
+        from .blocks import gluon_blocks
+
+        inputs = [n["name"] for n in graph.nodes if n["op"] == "null" and n["name"] not in params]
+        blocks = gluon_blocks(model, _block_inputs(model, inputs), graph)
+        root = type(model).__name__ if type(model).__name__.isidentifier() else root
+    written = _build(graph, blocks, root)
     filename = "<mxcompat.to_torch %d>" % next(_counter)
-    namespace = _compile(source, filename)
-    module = namespace["MXNetModel"]()
-    _load_values(module, params, torch)
-    module.code = source
-    module.mxnet_inputs = list(prog.inputs)
-    module.mxnet_labels = list(prog.labels)
-    module.mxnet_names = {
-        n: codegen.mxnet_name(n)
-        for n, _ in itertools.chain(module.named_parameters(), module.named_buffers())
-    }
+    namespace = _compile(written.source, filename)
+    module = namespace[written.root]()
+    _load_values(module, params, written.mxnet_names, torch)
+    module.code = written.source
+    module.mxnet_inputs = list(written.inputs)
+    module.mxnet_labels = list(written.labels)
+    module.mxnet_names = dict(written.mxnet_names)
     module.eval()
     if verify:
-        shapes = dict(zip(prog.inputs, shape_list(input_shapes, prog.inputs, known, WHERE)))
+        shapes = dict(zip(written.inputs, shape_list(input_shapes, written.inputs, known, WHERE)))
         if _is_checkpoint(model):
             from .from_checkpoint import check
 
-            check(module, prog, origin, shapes, rtol, atol, record, verify_with)
+            check(module, written, origin, shapes, rtol, atol, record, verify_with)
             return module
         from .verify import verify_nodes
 
-        # record: this module's own forward that keeps every node's output (verify.py imports
+        # record: this module's forward that keeps every node's output (verify.py imports
         # nothing from here).
-        verify_nodes(module, prog, origin, params, shapes, rtol, atol, record)
+        verify_nodes(module, written, origin, params, shapes, rtol, atol, record)
     return module
 
 
+def _block_inputs(block, inputs):
+    """The names the block's graph gives its inputs (its cached graph's, else ``data``...)."""
+    cached = getattr(block, "_cached_graph", ())
+    if cached:
+        return [s.name for s in cached[0]]
+    return inputs or ["data"]
+
+
 def generated_source(symbol, params, frozen=()):
-    """(model.py's class source, Program) for the CLI: the class is named ``MXNetModel``."""
-    return _build(symbol.tojson(), set(symbol.list_auxiliary_states()), params, set(frozen))
+    """The ``tree.Written`` of ``symbol`` with ``params`` (the CLI's model.py)."""
+    aux = set(symbol.list_auxiliary_states())
+    return _build(_graph(symbol.tojson(), aux, params, set(frozen)))
 
 
-def record(module, prog, feed):
-    """{MXNet node name: output(s)} of one forward of ``module`` (its mode as it is)."""
+def record(module, written, feed):
+    """{MXNet node name: output(s)} of one forward of ``module`` (its mode as it is): the
+    same classes, written to record each node's output, on ``module``'s state."""
     torch = sys.modules["torch"]
-    source = "\n".join(line[4:] for line in prog.forward_source(record=True).splitlines())
-    filename = "<mxcompat.to_torch record %d>" % next(_counter)
-    namespace = _compile(source, filename)
     rec = {}
-    args = [torch.from_numpy(feed[n]) for n in prog.inputs]
-    with torch.no_grad():
-        namespace["_mx_record"](module, rec, *args)
+    paths = {}
+
+    def _rec(instance, k, value):
+        node = written.record_nodes.get(paths.get(id(instance)), {}).get(k)
+        if node is not None:
+            rec[node] = value
+
+    filename = "<mxcompat.to_torch record %d>" % next(_counter)
+    namespace = _compile(written.record_source, filename, {"_rec": _rec})
+    twin = namespace[written.root]()
+    twin.load_state_dict(module.state_dict())
+    twin.train(module.training)
+    handles = []
+    for path, sub in twin.named_modules():
+        paths[id(sub)] = path
+        node = written.layer_nodes.get(path)
+        if node is not None:
+            handles.append(sub.register_forward_hook(_layer_hook(rec, node)))
+    args = [torch.from_numpy(feed[n]) for n in written.inputs]
+    try:
+        with torch.no_grad():
+            twin(*args)
+    finally:
+        for h in handles:
+            h.remove()
+    if module.training:  # the statistics the twin moved are the module's
+        module.load_state_dict(twin.state_dict())
     return rec
+
+
+def _layer_hook(rec, node):
+    def hook(_module, _args, output):
+        rec[node] = output
+
+    return hook

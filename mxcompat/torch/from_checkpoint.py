@@ -206,7 +206,7 @@ def check(module, prog, ckpt, shapes, rtol, atol, record, verify_with=None):
             "--verify-with PYTHON checks it with another interpreter's MXNet)" % ckpt.prefix
         )
         return
-    verify.compare_nodes(ckpt.text, actual, expected, rtol, atol)
+    verify.compare_nodes(ckpt.text, actual, expected, rtol, atol, prog.node_paths)
 
 
 def _elsewhere(python, ckpt, feed):

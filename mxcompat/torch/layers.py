@@ -1,175 +1,331 @@
 """Emitters of MXNet's layer operators (convolution, normalisation, pooling, softmax heads,
-the fused RNN, ...): node -> (torch expression, number of outputs), registered in
-``nodes.EMITTERS``.  MXNet's semantics where PyTorch's differ are in the expressions (and in
-``runtime``): the guide's table lists each with its test."""
+the fused RNN, ...), registered in ``nodes``: each as a functional expression (``EMITTERS``) and,
+where MXNet's semantics are a stock layer's, as that layer (``LAYERS``: ``nn.Conv2d``,
+``nn.Linear``, ``mxops.BatchNorm``, ...).  MXNet's semantics where PyTorch's differ are in the
+expressions (and in ``runtime``): the guide's table lists each with its test."""
 
-from .nodes import _bool, _emits, _float
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+from .expr import BinOp, Call, Expr, Layer, Var, call, method
+from .nodes import Node, _bool, _emits, _float, _layer
+
+_CHANNELS_FIRST = (None, "NCW", "NCHW", "NCDHW")
+
+
+def _same(values: Tuple[Any, ...]) -> Any:
+    """``(3, 3)`` as ``3``, as torchvision writes a square kernel."""
+    return values[0] if values and all(v == values[0] for v in values) else values
+
+
+def _conv_checks(n: Node) -> Tuple[int, ...]:
+    kernel = n.tuple("kernel")
+    if n.str("layout") not in _CHANNELS_FIRST:
+        n.refuse("layout=%s (only channels-first)" % n.str("layout"))
+    if not 1 <= len(kernel) <= 3:
+        n.refuse("kernel=%s" % (kernel,))
+    if n.op == "Deconvolution" and n.tuple("target_shape"):
+        n.refuse("target_shape=%s" % (n.tuple("target_shape"),))
+    return kernel
+
+
+def _conv_options(n: Node, dims: int) -> dict:
+    """stride, padding, dilation, groups (and a deconvolution's output_padding) where not 1/0."""
+    options = {}
+    for key, torch_key, default in (
+        ("stride", "stride", 1),
+        ("pad", "padding", 0),
+        ("adj", "output_padding", 0),
+        ("dilate", "dilation", 1),
+    ):
+        if key == "adj" and n.op != "Deconvolution":
+            continue
+        value = n.tuple(key) or (default,) * dims
+        if any(v != default for v in value):
+            options[torch_key] = _same(value)
+    if n.int("num_group", 1) != 1:
+        options["groups"] = n.int("num_group")
+    return options
+
+
+def _no_bias(n: Node) -> bool:
+    # Convolution has a bias unless no_bias; Deconvolution has none unless no_bias=False.
+    return n.bool("no_bias", n.op == "Deconvolution")
 
 
 @_emits("Convolution", "Deconvolution")
-def _conv(n):
-    kernel = n.tuple("kernel")
-    dims = len(kernel)
-    if n.str("layout") not in (None, "NCW", "NCHW", "NCDHW"):
-        n.refuse("layout=%s (only channels-first)" % n.str("layout"))
-    if not 1 <= dims <= 3:
-        n.refuse("kernel=%s" % (kernel,))
-    stride = n.tuple("stride") or (1,) * dims
-    dilate = n.tuple("dilate") or (1,) * dims
-    pad = n.tuple("pad") or (0,) * dims
-    groups = n.int("num_group", 1)
-    # Convolution has a bias unless no_bias; Deconvolution has none unless no_bias=False.
-    no_bias = n.bool("no_bias", n.op == "Deconvolution")
-    bias = "None" if no_bias else n.arg(2)
+def _conv(n: Node) -> Tuple[Expr, int]:
+    dims = len(_conv_checks(n))
+    options = _conv_options(n, dims)
+    bias = Var("None") if _no_bias(n) else n.arg(2)
     if n.op == "Convolution":
-        return "F.conv%dd(%s, %s, %s, %r, %r, %r, %d)" % (
-            dims,
-            n.args[0],
-            n.args[1],
-            bias,
-            stride,
-            pad,
-            dilate,
-            groups,
-        ), 1
-    if n.tuple("target_shape"):
-        n.refuse("target_shape=%s" % (n.tuple("target_shape"),))
-    adj = n.tuple("adj") or (0,) * dims
-    return "F.conv_transpose%dd(%s, %s, %s, %r, %r, %r, %d, %r)" % (
-        dims,
-        n.args[0],
-        n.args[1],
-        bias,
-        stride,
-        pad,
-        adj,
-        groups,
-        dilate,
-    ), 1
+        return call("F.conv%dd" % dims, n.args[0], n.args[1], bias, **options), 1
+    return call("F.conv_transpose%dd" % dims, n.args[0], n.args[1], bias, **options), 1
 
 
-@_emits("FullyConnected")
-def _fc(n):
-    bias = "None" if n.bool("no_bias") else n.arg(2)
-    return "mxops.fully_connected(%s, %s, %s, flatten=%r)" % (
-        n.args[0],
-        n.args[1],
-        bias,
-        n.bool("flatten", True),
-    ), 1
-
-
-@_emits("BatchNorm")
-def _bn(n):
-    if n.bool("output_mean_var"):
-        n.refuse("output_mean_var=True")
-    frozen = n.name in n.attrs.get("__frozen_stats__", ())
-    return (
-        "mxops.batch_norm(%s, %s, %s, %s, %s, self.training, eps=%r, momentum=%r, "
-        "fix_gamma=%r, use_global_stats=%r%s%s)"
-        % (
-            n.args[0],
-            n.args[1],
-            n.args[2],
-            n.args[3],
-            n.args[4],
-            n.float("eps", 1e-3),
-            n.float("momentum", 0.9),
-            n.bool("fix_gamma", True),
-            n.bool("use_global_stats"),
-            "" if n.int("axis", 1) == 1 else ", axis=%d" % n.int("axis"),
-            ", update_stats=False" if frozen else "",
-        ),
-        1,
+@_layer("Convolution", "Deconvolution")
+def _conv_layer(n: Node) -> Optional[Layer]:
+    kernel = _conv_checks(n)
+    weight = n.shapes[1]
+    if weight is None or (not _no_bias(n) and n.shapes[2] is None):
+        return None
+    groups = n.int("num_group", 1)
+    if n.op == "Convolution":
+        cls = "nn.Conv%dd" % len(kernel)
+        sizes = (weight[1] * groups, weight[0])
+    else:
+        cls = "nn.ConvTranspose%dd" % len(kernel)
+        sizes = (weight[0], weight[1] * groups)
+    options = dict(kernel_size=_same(kernel), **_conv_options(n, len(kernel)))
+    params = {"weight": 1}
+    if _no_bias(n):
+        options["bias"] = False
+    else:
+        params["bias"] = 2
+    return Layer(
+        cls,
+        sizes,
+        tuple(options.items()),
+        params=params,
+        names=("in_channels", "out_channels"),
     )
 
 
+@_emits("FullyConnected")
+def _fc(n: Node) -> Tuple[Expr, int]:
+    bias = Var("None") if n.bool("no_bias") else n.arg(2)
+    x = call("torch.flatten", n.args[0], 1) if n.bool("flatten", True) else n.args[0]
+    return call("F.linear", x, n.args[1], bias), 1
+
+
+@_layer("FullyConnected")
+def _fc_layer(n: Node) -> Optional[Layer]:
+    weight = n.shapes[1]
+    if weight is None or (not n.bool("no_bias") and n.shapes[2] is None):
+        return None
+    params = {"weight": 1}
+    options: Tuple[Tuple[str, Any], ...] = ()
+    if n.bool("no_bias"):
+        options = (("bias", False),)
+    else:
+        params["bias"] = 2
+    return Layer(
+        "nn.Linear",
+        (weight[1], weight[0]),
+        options,
+        params=params,
+        names=("in_features", "out_features"),
+        # MXNet flattens every axis after the first (flatten=True, the default).
+        prepare="torch.flatten(x, 1)" if n.bool("flatten", True) else None,
+    )
+
+
+def _bn_options(n: Node) -> dict:
+    if n.bool("output_mean_var"):
+        n.refuse("output_mean_var=True")
+    return dict(
+        eps=n.float("eps", 1e-3),
+        momentum=n.float("momentum", 0.9),
+        fix_gamma=n.bool("fix_gamma", True),
+        use_global_stats=n.bool("use_global_stats"),
+        axis=n.int("axis", 1),
+        update_stats=n.name not in n.attrs.get("__frozen_stats__", ()),
+    )
+
+
+@_emits("BatchNorm")
+def _bn(n: Node) -> Tuple[Expr, int]:
+    options = _bn_options(n)
+    for key, default in (("axis", 1), ("update_stats", True)):
+        if options[key] == default:
+            del options[key]
+    return call("mxops.batch_norm", *n.args[:5], Var("self.training"), **options), 1
+
+
+# mxops.BatchNorm's defaults: Gluon's (the operator's own are eps=1e-3, fix_gamma=True).
+_BN_DEFAULTS = dict(
+    eps=1e-5, momentum=0.9, fix_gamma=False, use_global_stats=False, axis=1, update_stats=True
+)
+
+
+@_layer("BatchNorm")
+def _bn_layer(n: Node) -> Optional[Layer]:
+    if any(s is None for s in n.shapes[1:5]):
+        return None
+    options = {k: v for k, v in _bn_options(n).items() if v != _BN_DEFAULTS[k]}
+    return Layer(
+        "mxops.BatchNorm",
+        (n.shapes[1][0],),
+        tuple(options.items()),
+        params={"weight": 1, "bias": 2},
+        buffers={"running_mean": 3, "running_var": 4},
+        names=("num_features",),
+    )
+
+
+_ACTIVATIONS = {"relu": "F.relu", "sigmoid": "torch.sigmoid", "tanh": "torch.tanh"}
+_ACTIVATION_LAYERS = {"relu": "nn.ReLU", "sigmoid": "nn.Sigmoid", "tanh": "nn.Tanh"}
+
+
 @_emits("Activation")
-def _act(n):
+def _act(n: Node) -> Tuple[Expr, int]:
     act = n.str("act_type")
-    simple = {"relu": "F.relu", "sigmoid": "torch.sigmoid", "tanh": "torch.tanh"}
-    if act in simple:
-        return "%s(%s)" % (simple[act], n.args[0]), 1
+    if act in _ACTIVATIONS:
+        return call(_ACTIVATIONS[act], n.args[0]), 1
     if act in ("softrelu", "softsign"):
-        return "mxops.activation(%s, %r)" % (n.args[0], act), 1
+        return call("mxops.activation", n.args[0], act), 1
     n.refuse("act_type=%s" % act)
+    raise AssertionError  # refuse raises
+
+
+@_layer("Activation")
+def _act_layer(n: Node) -> Optional[Layer]:
+    act = n.str("act_type")
+    return Layer(_ACTIVATION_LAYERS[act]) if act in _ACTIVATION_LAYERS else None
 
 
 @_emits("LeakyReLU")
-def _leaky(n):
+def _leaky(n: Node) -> Tuple[Expr, int]:
     act = n.str("act_type", "leaky")
     if act not in ("leaky", "prelu", "elu", "selu", "gelu"):
         # rrelu draws a random slope per element in training.
         n.refuse("act_type=%s" % act)
-    return "mxops.leaky_relu(%s, %s, %r, %r)" % (
-        n.args[0],
-        n.arg(1) if act == "prelu" else "None",
-        act,
-        n.float("slope", 0.25),
-    ), 1
+    gamma = n.arg(1) if act == "prelu" else Var("None")
+    return call("mxops.leaky_relu", n.args[0], gamma, act, n.float("slope", 0.25)), 1
 
 
-@_emits("Pooling")
-def _pool(n):
+@_layer("LeakyReLU")
+def _leaky_layer(n: Node) -> Optional[Layer]:
+    act = n.str("act_type", "leaky")
+    slope = n.float("slope", 0.25)
+    if act == "leaky":
+        return Layer("nn.LeakyReLU", (slope,), names=("negative_slope",))
+    if act == "elu":
+        return Layer("nn.ELU", (slope,), names=("alpha",))
+    if act == "selu":
+        return Layer("nn.SELU")
+    if act == "gelu":
+        return Layer("nn.GELU")  # MXNet's is the erf form, as nn.GELU's default
+    if act == "prelu" and n.shapes[1] is not None and len(n.shapes[1]) == 1:
+        return Layer("nn.PReLU", (n.shapes[1][0],), params={"weight": 1}, names=("channels",))
+    return None
+
+
+def _pool_checks(n: Node) -> Tuple[str, str]:
     pool_type = n.str("pool_type", "max")
     convention = n.str("pooling_convention", "valid")
     if pool_type not in ("max", "avg", "sum"):
         n.refuse("pool_type=%s" % pool_type)
     if convention not in ("valid", "full"):
         n.refuse("pooling_convention=%s" % convention)
-    if n.str("layout") not in (None, "NCW", "NCHW", "NCDHW"):
+    if n.str("layout") not in _CHANNELS_FIRST:
         n.refuse("layout=%s (only channels-first)" % n.str("layout"))
-    return "mxops.pooling(%s, %r, %r, %r, %r, %r, global_pool=%r, count_include_pad=%r)" % (
-        n.args[0],
-        n.tuple("kernel"),
-        pool_type,
-        n.tuple("stride"),
-        n.tuple("pad"),
-        convention,
-        n.bool("global_pool"),
-        n.bool("count_include_pad", True),
-    ), 1
+    return pool_type, convention
+
+
+@_emits("Pooling")
+def _pool(n: Node) -> Tuple[Expr, int]:
+    pool_type, convention = _pool_checks(n)
+    options = dict(
+        stride=n.tuple("stride"),
+        pad=n.tuple("pad"),
+        convention=convention,
+        global_pool=n.bool("global_pool"),
+        count_include_pad=n.bool("count_include_pad", True),
+    )
+    return call("mxops.pooling", n.args[0], n.tuple("kernel"), pool_type, **options), 1
+
+
+@_layer("Pooling")
+def _pool_layer(n: Node) -> Optional[Layer]:
+    pool_type, convention = _pool_checks(n)
+    kernel = n.tuple("kernel")
+    if not 1 <= len(kernel) <= 3 or pool_type == "sum":
+        return None
+    dims = len(kernel)
+    kind = {"max": "Max", "avg": "Avg"}[pool_type]
+    if n.bool("global_pool"):
+        return Layer("nn.Adaptive%sPool%dd" % (kind, dims), (1,), names=("output_size",))
+    stride = n.tuple("stride") or (1,) * dims
+    pad = n.tuple("pad") or (0,) * dims
+    # PyTorch pads a max pool with -inf and counts the padding of an average, as MXNet's
+    # 'valid' convention does; it allows at most half a window of padding.
+    if convention != "valid" or any(2 * p > k for p, k in zip(pad, kernel)):
+        return None
+    if pool_type == "avg" and not n.bool("count_include_pad", True):
+        return None
+    options = [("stride", _same(stride))]
+    if any(pad):
+        options.append(("padding", _same(pad)))
+    return Layer(
+        "nn.%sPool%dd" % (kind, dims),
+        (_same(kernel),),
+        tuple(options),
+        names=("kernel_size",),
+    )
 
 
 @_emits("Flatten", "flatten")
-def _flatten(n):
-    return "mxops.flatten(%s)" % n.args[0], 1
+def _flatten(n: Node) -> Tuple[Expr, int]:
+    return call("mxops.flatten", n.args[0]), 1
+
+
+@_layer("Flatten", "flatten")
+def _flatten_layer(n: Node) -> Optional[Layer]:
+    return Layer("nn.Flatten")
 
 
 @_emits("Concat", "concat")
-def _concat(n):
-    return "torch.cat([%s], %d)" % (", ".join(n.args), n.int("dim", 1)), 1
+def _concat(n: Node) -> Tuple[Expr, int]:
+    return call("torch.cat", Var("[%s]" % ", ".join(a.flat() for a in n.args)), n.int("dim", 1)), 1
 
 
 @_emits("stack")
-def _stack(n):
-    return "torch.stack([%s], %d)" % (", ".join(n.args), n.int("axis", 0)), 1
+def _stack(n: Node) -> Tuple[Expr, int]:
+    items = Var("[%s]" % ", ".join(a.flat() for a in n.args))
+    return call("torch.stack", items, n.int("axis", 0)), 1
 
 
 @_emits("add_n", "ElementWiseSum")
-def _add_n(n):
-    return " + ".join(n.args), 1
+def _add_n(n: Node) -> Tuple[Expr, int]:
+    return (BinOp("+", tuple(n.args)) if len(n.args) > 1 else n.args[0]), 1
+
+
+def _dropout_checks(n: Node) -> str:
+    if n.tuple("axes"):
+        n.refuse("axes=%s (variational dropout)" % (n.tuple("axes"),))
+    return n.str("mode", "training")
 
 
 @_emits("Dropout")
-def _dropout(n):
-    if n.tuple("axes"):
-        n.refuse("axes=%s (variational dropout)" % (n.tuple("axes"),))
-    mode = n.str("mode", "training")
-    return "F.dropout(%s, %r, %s)" % (
-        n.args[0],
-        n.float("p", 0.5),
-        "True" if mode == "always" else "self.training",
-    ), 1
+def _dropout(n: Node) -> Tuple[Expr, int]:
+    mode = _dropout_checks(n)
+    training = Var("True" if mode == "always" else "self.training")
+    return call("F.dropout", n.args[0], n.float("p", 0.5), training), 1
+
+
+@_layer("Dropout")
+def _dropout_layer(n: Node) -> Optional[Layer]:
+    if _dropout_checks(n) == "always":
+        return None
+    return Layer("nn.Dropout", (n.float("p", 0.5),), names=("p",))
 
 
 @_emits("clip")
-def _clip(n):
-    return "torch.clamp(%s, %r, %r)" % (n.args[0], n.float("a_min"), n.float("a_max")), 1
+def _clip(n: Node) -> Tuple[Expr, int]:
+    return call("torch.clamp", n.args[0], n.float("a_min"), n.float("a_max")), 1
+
+
+@_layer("clip")
+def _clip_layer(n: Node) -> Optional[Layer]:
+    if (n.float("a_min"), n.float("a_max")) == (0.0, 6.0):
+        return Layer("nn.ReLU6")
+    return None
 
 
 @_emits("SoftmaxOutput", "Softmax")
-def _softmax_output(n):
+def _softmax_output(n: Node) -> Tuple[Expr, int]:
     extra = []
     for key, conv, default in (
         ("multi_output", _bool, False),
@@ -183,171 +339,190 @@ def _softmax_output(n):
     ):
         value = conv(n.attrs[key]) if key in n.attrs else default
         if value != default:
-            extra.append("%s=%r" % (key, value))
-    return "mxops.softmax_output(%s)" % ", ".join([n.args[0], n.arg(1)] + extra), 1
+            extra.append((key, value))
+    return Call("mxops.softmax_output", (n.args[0], n.arg(1)), tuple(extra)), 1
 
 
 @_emits("LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput")
-def _regression(n):
+def _regression(n: Node) -> Tuple[Expr, int]:
     kind = {"Linear": "linear", "Logistic": "logistic", "MAE": "mae"}[
         n.op[: -len("RegressionOutput")]
     ]
-    return "mxops.regression_output(%s, %s, %r, grad_scale=%r)" % (
-        n.args[0],
-        n.arg(1),
-        kind,
-        n.float("grad_scale", 1.0),
-    ), 1
+    options = {}
+    if n.float("grad_scale", 1.0) != 1.0:
+        options["grad_scale"] = n.float("grad_scale")
+    return call("mxops.regression_output", n.args[0], n.arg(1), kind, **options), 1
 
 
 @_emits("softmax", "log_softmax")
-def _softmax(n):
+def _softmax(n: Node) -> Tuple[Expr, int]:
     if n.bool("use_length"):
         n.refuse("use_length=True")
-    x = n.args[0]
+    x: Expr = n.args[0]
     t = n.float("temperature")
     if t is not None and t != 1.0:
-        x = "%s / %r" % (x, t)
-    return "torch.%s(%s, %d)" % (n.op, x, n.int("axis", -1)), 1
+        x = BinOp("/", (x, Var(repr(t))))
+    return call("torch.%s" % n.op, x, n.int("axis", -1)), 1
 
 
 @_emits("SoftmaxActivation")
-def _softmax_activation(n):
+def _softmax_activation(n: Node) -> Tuple[Expr, int]:
+    x = n.args[0]
     if n.str("mode", "instance") == "channel":
-        return "torch.softmax(%s, 1)" % n.args[0], 1
-    return "torch.softmax(mxops.flatten(%s), 1).reshape(%s.shape)" % (n.args[0], n.args[0]), 1
+        return call("torch.softmax", x, 1), 1
+    flat = call("torch.softmax", call("torch.flatten", x, 1), 1)
+    return method(flat, "reshape", Var(x.flat() + ".shape")), 1
 
 
 @_emits("Reshape", "reshape")
-def _reshape(n):
+def _reshape(n: Node) -> Tuple[Expr, int]:
     if n.tuple("target_shape") and not n.tuple("shape"):
         n.refuse("target_shape (deprecated; shape=)")
-    return "mxops.reshape(%s, %r%s)" % (
-        n.args[0],
-        n.tuple("shape"),
-        ", reverse=True" if n.bool("reverse") else "",
-    ), 1
+    options = {"reverse": True} if n.bool("reverse") else {}
+    return call("mxops.reshape", n.args[0], n.tuple("shape"), **options), 1
 
 
 @_emits("transpose")
-def _transpose(n):
+def _transpose(n: Node) -> Tuple[Expr, int]:
     axes = n.tuple("axes")
+    x = n.args[0]
     if not axes:
-        return "%s.permute(*reversed(range(%s.dim())))" % (n.args[0], n.args[0]), 1
-    return "%s.permute(%s)" % (n.args[0], ", ".join(str(a) for a in axes)), 1
+        return method(x, "permute", Var("*reversed(range(%s.dim()))" % x.flat())), 1
+    return method(x, "permute", *axes), 1
 
 
 @_emits("SwapAxis", "swapaxes")
-def _swapaxes(n):
-    return "%s.transpose(%d, %d)" % (n.args[0], n.int("dim1", 0), n.int("dim2", 0)), 1
+def _swapaxes(n: Node) -> Tuple[Expr, int]:
+    return method(n.args[0], "transpose", n.int("dim1", 0), n.int("dim2", 0)), 1
 
 
 @_emits("expand_dims")
-def _expand_dims(n):
-    return "%s.unsqueeze(%d)" % (n.args[0], n.int("axis")), 1
+def _expand_dims(n: Node) -> Tuple[Expr, int]:
+    return method(n.args[0], "unsqueeze", n.int("axis")), 1
 
 
 @_emits("squeeze")
-def _squeeze(n):
+def _squeeze(n: Node) -> Tuple[Expr, int]:
     axes = n.tuple("axis", None)
     if not axes:
-        return "%s.squeeze()" % n.args[0], 1
-    return "%s.squeeze(%r)" % (n.args[0], tuple(axes)), 1
+        return method(n.args[0], "squeeze"), 1
+    return method(n.args[0], "squeeze", tuple(axes)), 1
+
+
+def _transposed(x: Expr, last_two: bool) -> Expr:
+    if last_two:
+        return method(x, "transpose", -1, -2)
+    # MXNet's dot with transpose_* reverses every axis.
+    return method(x, "permute", Var("*reversed(range(%s.dim()))" % x.flat()))
 
 
 @_emits("batch_dot")
-def _batch_dot(n):
-    a = n.args[0] + (".transpose(-1, -2)" if n.bool("transpose_a") else "")
-    b = n.args[1] + (".transpose(-1, -2)" if n.bool("transpose_b") else "")
-    return "torch.matmul(%s, %s)" % (a, b), 1
+def _batch_dot(n: Node) -> Tuple[Expr, int]:
+    a = _transposed(n.args[0], True) if n.bool("transpose_a") else n.args[0]
+    b = _transposed(n.args[1], True) if n.bool("transpose_b") else n.args[1]
+    return call("torch.matmul", a, b), 1
 
 
 @_emits("dot")
-def _dot(n):
-    # MXNet's dot contracts a's last axis with b's first; transpose_* reverses every axis.
-    a = n.args[0] + (
-        ".permute(*reversed(range(%s.dim())))" % n.args[0] if n.bool("transpose_a") else ""
-    )
-    b = n.args[1] + (
-        ".permute(*reversed(range(%s.dim())))" % n.args[1] if n.bool("transpose_b") else ""
-    )
-    return "torch.tensordot(%s, %s, 1)" % (a, b), 1
+def _dot(n: Node) -> Tuple[Expr, int]:
+    # MXNet's dot contracts a's last axis with b's first.
+    a = _transposed(n.args[0], False) if n.bool("transpose_a") else n.args[0]
+    b = _transposed(n.args[1], False) if n.bool("transpose_b") else n.args[1]
+    return call("torch.tensordot", a, b, 1), 1
+
+
+def _ln_checks(n: Node) -> None:
+    if n.bool("output_mean_var"):
+        n.refuse("output_mean_var=True")
 
 
 @_emits("LayerNorm")
-def _layer_norm(n):
-    if n.bool("output_mean_var"):
-        n.refuse("output_mean_var=True")
-    return "mxops.layer_norm(%s, %s, %s, %d, %r)" % (
-        n.args[0],
-        n.args[1],
-        n.args[2],
-        n.int("axis", -1),
-        n.float("eps", 1e-5),
-    ), 1
+def _layer_norm(n: Node) -> Tuple[Expr, int]:
+    _ln_checks(n)
+    axis, eps = n.int("axis", -1), n.float("eps", 1e-5)
+    return call("mxops.layer_norm", *n.args[:3], axis=axis, eps=eps), 1
+
+
+@_layer("LayerNorm")
+def _layer_norm_layer(n: Node) -> Optional[Layer]:
+    _ln_checks(n)
+    if n.int("axis", -1) != -1 or n.shapes[1] is None or n.shapes[2] is None:
+        return None
+    options = () if n.float("eps", 1e-5) == 1e-5 else (("eps", n.float("eps")),)
+    return Layer(
+        "nn.LayerNorm",
+        (n.shapes[1][0],),
+        options,
+        params={"weight": 1, "bias": 2},
+        names=("normalized_shape",),
+    )
 
 
 @_emits("L2Normalization")
-def _l2(n):
-    return "mxops.l2_normalization(%s, %r, %r)" % (
-        n.args[0],
-        n.str("mode", "instance"),
-        n.float("eps", 1e-10),
-    ), 1
+def _l2(n: Node) -> Tuple[Expr, int]:
+    mode, eps = n.str("mode", "instance"), n.float("eps", 1e-10)
+    return call("mxops.l2_normalization", n.args[0], mode, eps), 1
 
 
 @_emits("SliceChannel", "split")
-def _split(n):
+def _split(n: Node) -> Tuple[Expr, int]:
     count = n.int("num_outputs")
-    return "mxops.split(%s, %d, %d, %r)" % (
-        n.args[0],
-        count,
-        n.int("axis", 1),
-        n.bool("squeeze_axis"),
-    ), count
+    x, axis, squeeze = n.args[0], n.int("axis", 1), n.bool("squeeze_axis")
+    return call("mxops.split", x, count, axis, squeeze), count
 
 
 @_emits("slice_axis")
-def _slice_axis(n):
-    return "mxops.slice_axis(%s, %d, %d, %r)" % (
-        n.args[0],
-        n.int("axis"),
-        n.int("begin"),
-        n.int("end"),
-    ), 1
+def _slice_axis(n: Node) -> Tuple[Expr, int]:
+    return call("mxops.slice_axis", n.args[0], n.int("axis"), n.int("begin"), n.int("end")), 1
 
 
 @_emits("slice", "crop")
-def _slice(n):
+def _slice(n: Node) -> Tuple[Expr, int]:
     begin, end = n.tuple("begin"), n.tuple("end")
     step = n.tuple("step") or (None,) * len(begin)
     if any(s is not None and s <= 0 for s in step):
         n.refuse("step=%s (a step <= 0)" % (step,))
 
-    def part(b, e, s):
+    def part(b: Any, e: Any, s: Any) -> str:
         text = "%s:%s" % ("" if b is None else b, "" if e is None else e)
         return text + ("" if s in (None, 1) else ":%d" % s)
 
-    return "%s[%s]" % (n.args[0], ", ".join(part(*p) for p in zip(begin, end, step))), 1
+    from .expr import Index
+
+    return Index(n.args[0], ", ".join(part(*p) for p in zip(begin, end, step))), 1
 
 
 @_emits("where")
-def _where(n):
-    return "mxops.where(%s, %s, %s)" % tuple(n.args[:3]), 1
+def _where(n: Node) -> Tuple[Expr, int]:
+    return call("mxops.where", *n.args[:3]), 1
 
 
 @_emits("Embedding")
-def _embedding(n):
-    return "F.embedding(%s.long(), %s)" % (n.args[0], n.args[1]), 1
+def _embedding(n: Node) -> Tuple[Expr, int]:
+    return call("F.embedding", method(n.args[0], "long"), n.args[1]), 1
+
+
+@_layer("Embedding")
+def _embedding_layer(n: Node) -> Optional[Layer]:
+    weight = n.shapes[1]
+    if weight is None:
+        return None
+    return Layer(
+        "mxops.Embedding",
+        tuple(weight),
+        params={"weight": 1},
+        names=("num_embeddings", "embedding_dim"),
+    )
 
 
 @_emits("_rnn_param_concat")
-def _rnn_param_concat(n):
-    return "torch.cat([%s], 0)" % ", ".join("%s.reshape(-1)" % a for a in n.args), 1
+def _rnn_param_concat(n: Node) -> Tuple[Expr, int]:
+    flat = ", ".join(method(a, "reshape", -1).flat() for a in n.args)
+    return call("torch.cat", Var("[%s]" % flat), 0), 1
 
 
 @_emits("RNN")
-def _rnn(n):
+def _rnn(n: Node) -> Tuple[Expr, int]:
     mode = n.str("mode")
     if mode not in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
         n.refuse("mode=%s" % mode)
@@ -357,20 +532,12 @@ def _rnn(n):
     if n.bool("use_sequence_length"):
         n.refuse("use_sequence_length=True")
     outputs = (3 if mode == "lstm" else 2) if n.bool("state_outputs") else 1
-    return (
-        "mxops.rnn(%s, %s, %s, %s, %r, %d, %d, bidirectional=%r, p=%r, state_outputs=%r, "
-        "training=self.training)"
-        % (
-            n.args[0],
-            n.args[1],
-            n.args[2],
-            n.arg(3) if mode == "lstm" else "None",
-            mode,
-            n.int("state_size"),
-            n.int("num_layers"),
-            n.bool("bidirectional"),
-            n.float("p", 0.0),
-            n.bool("state_outputs"),
-        ),
-        outputs,
+    options = dict(
+        bidirectional=n.bool("bidirectional"),
+        p=n.float("p", 0.0),
+        state_outputs=n.bool("state_outputs"),
+        training=Var("self.training"),
     )
+    cell = n.arg(3) if mode == "lstm" else Var("None")
+    args = (n.args[0], n.args[1], n.args[2], cell, mode, n.int("state_size"), n.int("num_layers"))
+    return call("mxops.rnn", *args, **options), outputs

@@ -1,6 +1,14 @@
 """A node of MXNet's symbol JSON as the emitters read it (attributes parsed from MXNet's
-strings), the table of emitters (op name -> emitter) and the one error for what is not mapped.
-Imports neither torch nor mxnet."""
+strings), the tables of emitters (op name -> emitter: a functional expression; op name -> layer
+emitter: a stock layer, where MXNet's semantics are the layer's) and the one error for what is
+not mapped.  Emitters return structure (``expr``), never text.  Imports neither torch nor
+mxnet."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+from .expr import Expr, Layer, Var
 
 
 class Unsupported(Exception):
@@ -45,41 +53,74 @@ def _int(text, default=None):
 class Node:
     """One MXNet node as an emitter sees it: its attributes and its inputs' expressions."""
 
-    def __init__(self, op, name, attrs, args):
-        self.op, self.name, self.attrs, self.args = op, name, attrs, args
+    def __init__(
+        self,
+        op: str,
+        name: str,
+        attrs: Dict[str, Any],
+        args: Sequence[Expr],
+        shapes: Sequence[Optional[Tuple[int, ...]]] = (),
+    ):
+        self.op, self.name, self.attrs, self.args = op, name, attrs, list(args)
+        # Each input's shape where it is a parameter or a state (the layers' sizes), else None.
+        self.shapes = list(shapes) + [None] * (len(self.args) - len(shapes))
 
-    def tuple(self, key, default=()):
+    def tuple(self, key: str, default: Any = ()) -> Any:
         return _tuple(self.attrs.get(key), default)
 
-    def bool(self, key, default=False):
+    def bool(self, key: str, default: bool = False) -> bool:
         return _bool(self.attrs.get(key), default)
 
-    def float(self, key, default=None):
+    def float(self, key: str, default: Any = None) -> Any:
         return _float(self.attrs.get(key), default)
 
-    def int(self, key, default=None):
+    def int(self, key: str, default: Any = None) -> Any:
         return _int(self.attrs.get(key), default)
 
-    def str(self, key, default=None):
+    def str(self, key: str, default: Any = None) -> Any:
         value = self.attrs.get(key)
         return default if value is None or value == "None" else value
 
-    def refuse(self, detail):
+    def refuse(self, detail: str) -> None:
         raise Unsupported(self.op, self.name, detail)
 
-    def arg(self, i):
-        return self.args[i] if i < len(self.args) else "None"
+    def arg(self, i: int) -> Expr:
+        return self.args[i] if i < len(self.args) else Var("None")
 
 
-# --- the emitters: node -> (expression, number of outputs) ----------------------------------------
+# --- the registries: op name -> emitter ----------------------------------------------------------
 
-EMITTERS: dict = {}  # op name -> emitter
+Emitter = Callable[[Node], Tuple[Expr, int]]
+LayerEmitter = Callable[[Node], Optional[Layer]]
+EMITTERS: Dict[str, Emitter] = {}  # a functional expression and its number of outputs
+LAYERS: Dict[str, LayerEmitter] = {}  # a stock layer, or None where this node's attributes
+# are not the layer's
 
 
-def _emits(*ops):
-    def register(fn):
-        for op in ops:
-            EMITTERS[op] = fn
+def _register(table: Dict[str, Any], ops: Sequence[str], fn: Any) -> None:
+    for op in ops:
+        if op in table:
+            raise RuntimeError("a second emitter for %r (%s)" % (op, fn.__qualname__))
+        table[op] = fn
+
+
+def _emits(*ops: str) -> Callable[[Emitter], Emitter]:
+    def register(fn: Emitter) -> Emitter:
+        _register(EMITTERS, ops, fn)
         return fn
 
     return register
+
+
+def _layer(*ops: str) -> Callable[[LayerEmitter], LayerEmitter]:
+    def register(fn: LayerEmitter) -> LayerEmitter:
+        _register(LAYERS, ops, fn)
+        return fn
+
+    return register
+
+
+def emit_each(table: Dict[str, Emitter], ops: Dict[str, Any], make: Callable[..., Emitter]) -> None:
+    """Register ``make(value)`` for each ``op: value`` (the tables of like operators)."""
+    for op, value in ops.items():
+        _register(table, [op], make(value))

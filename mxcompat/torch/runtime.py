@@ -13,8 +13,11 @@ import struct
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 __all__ = [
+    "BatchNorm",
+    "Embedding",
     "activation",
     "batch_norm",
     "flatten",
@@ -36,6 +39,68 @@ __all__ = [
 
 
 # --- layers ---------------------------------------------------------------------------------------
+
+
+class BatchNorm(nn.Module):
+    """MXNet's ``BatchNorm`` as a layer (``batch_norm``): ``momentum`` weighs the *old*
+    statistic, in float32; training moves the running variance towards the batch's biased
+    variance; ``fix_gamma`` takes the scale as 1; ``update_stats=False`` (statistics frozen in
+    MXNet) leaves them; ``axis`` is the channel axis."""
+
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.9,
+        fix_gamma=False,
+        use_global_stats=False,
+        axis=1,
+        update_stats=True,
+    ):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.fix_gamma, self.use_global_stats = fix_gamma, use_global_stats
+        self.axis, self.update_stats = axis, update_stats
+        self.weight = nn.Parameter(torch.ones(num_features))
+        self.bias = nn.Parameter(torch.zeros(num_features))
+        self.register_buffer("running_mean", torch.zeros(num_features))
+        self.register_buffer("running_var", torch.ones(num_features))
+
+    def forward(self, x):
+        return batch_norm(
+            x,
+            self.weight,
+            self.bias,
+            self.running_mean,
+            self.running_var,
+            self.training,
+            eps=self.eps,
+            momentum=self.momentum,
+            fix_gamma=self.fix_gamma,
+            use_global_stats=self.use_global_stats,
+            axis=self.axis,
+            update_stats=self.update_stats,
+        )
+
+    def extra_repr(self):
+        text = "%d, eps=%r, momentum=%r" % (self.num_features, self.eps, self.momentum)
+        for key, default in (
+            ("fix_gamma", False),
+            ("use_global_stats", False),
+            ("axis", 1),
+            ("update_stats", True),
+        ):
+            if getattr(self, key) != default:
+                text += ", %s=%r" % (key, getattr(self, key))
+        return text
+
+
+class Embedding(nn.Embedding):
+    """MXNet's ``Embedding``: its indices may come in any type (MXNet feeds float32)."""
+
+    def forward(self, x):
+        return super().forward(x.long())
+
 
 
 def fully_connected(x, weight, bias, flatten):
@@ -658,3 +723,26 @@ def reduce(x, how, axis, keepdims, exclude):
 
 def slice_axis(x, axis, begin, end):
     return x[(slice(None),) * (axis % x.dim()) + (slice(begin, end),)]
+
+
+# torch.fx traces through the layers above and records these as calls: their Python reads the
+# input's shape, which a symbolic trace does not have.
+for _name in (
+    "activation",
+    "batch_norm",
+    "flatten",
+    "layer_norm",
+    "leaky_relu",
+    "l2_normalization",
+    "pooling",
+    "reduce",
+    "regression_output",
+    "reshape",
+    "rnn",
+    "slice_axis",
+    "softmax_output",
+    "split",
+    "unknown_zeros",
+    "where",
+):
+    torch.fx.wrap(_name)

@@ -1,127 +1,117 @@
 """Emitters of MXNet's tensor operators (creation, casts, reductions, broadcasting, element-wise
-and scalar arithmetic, comparisons): node -> (torch expression, number of outputs), registered
-in ``nodes.EMITTERS``."""
+and scalar arithmetic, comparisons): node -> (expression, number of outputs), registered in
+``nodes.EMITTERS``."""
 
-from .nodes import EMITTERS, _emits
+from __future__ import annotations
+
+from typing import Tuple
+
+from .expr import BinOp, Expr, Lit, Var, call, method
+from .nodes import EMITTERS, Emitter, Node, _emits, emit_each
+
+Emitted = Tuple[Expr, int]
 
 
 @_emits("_zeros", "zeros", "_ones", "ones")
-def _filled(n):
+def _filled(n: Node) -> Emitted:
     shape = n.tuple("shape")
     if n.op.strip("_") == "zeros" and 0 in shape:
-        return "mxops.unknown_zeros(%r)" % (shape,), 1
+        return call("mxops.unknown_zeros", shape), 1
     if 0 in shape:
         n.refuse("shape=%s (a size left to inference)" % (shape,))
-    return "torch.%s(%r, dtype=torch.%s)" % (
-        n.op.strip("_"),
-        shape,
-        n.str("dtype", "float32"),
-    ), 1
+    dtype = Var("torch.%s" % n.str("dtype", "float32"))
+    return call("torch.%s" % n.op.strip("_"), shape, dtype=dtype), 1
 
 
 @_emits("zeros_like", "ones_like")
-def _filled_like(n):
-    return "torch.%s(%s)" % (n.op, n.args[0]), 1
+def _filled_like(n: Node) -> Emitted:
+    return call("torch.%s" % n.op, n.args[0]), 1
 
 
 @_emits("_arange", "arange")
-def _arange(n):
+def _arange(n: Node) -> Emitted:
     start, stop = n.float("start", 0.0), n.float("stop")
     if stop is None:
         start, stop = 0.0, start
-    text = "torch.arange(%r, %r, %r, dtype=torch.%s)" % (
-        start,
-        stop,
-        n.float("step", 1.0),
-        n.str("dtype", "float32"),
-    )
+    dtype = Var("torch.%s" % n.str("dtype", "float32"))
+    expr: Expr = call("torch.arange", start, stop, n.float("step", 1.0), dtype=dtype)
     if n.int("repeat", 1) != 1:
-        text = "%s.repeat_interleave(%d)" % (text, n.int("repeat"))
-    return text, 1
+        expr = method(expr, "repeat_interleave", n.int("repeat"))
+    return expr, 1
 
 
 @_emits("_copy", "identity", "_copyto")
-def _copy(n):
-    return "%s.clone()" % n.args[0], 1
+def _copy(n: Node) -> Emitted:
+    return method(n.args[0], "clone"), 1
 
 
 @_emits("BlockGrad", "stop_gradient")
-def _block_grad(n):
-    return "%s.detach()" % n.args[0], 1
+def _block_grad(n: Node) -> Emitted:
+    return method(n.args[0], "detach"), 1
 
 
 _DTYPES = {"float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool"}
 
 
 @_emits("Cast", "cast", "amp_cast")
-def _cast(n):
+def _cast(n: Node) -> Emitted:
     dtype = n.str("dtype")
     if dtype not in _DTYPES:
         n.refuse("dtype=%s" % dtype)
-    return "%s.to(torch.%s)" % (n.args[0], dtype), 1
+    return method(n.args[0], "to", Var("torch.%s" % dtype)), 1
 
 
 @_emits("sum", "sum_axis", "mean", "max", "max_axis", "min", "min_axis", "prod")
-def _reduce(n):
-    return "mxops.reduce(%s, %r, %r, %r, %r)" % (
-        n.args[0],
-        n.op.split("_")[0],
-        n.tuple("axis"),
-        n.bool("keepdims"),
-        n.bool("exclude"),
-    ), 1
+def _reduce(n: Node) -> Emitted:
+    how, axis = n.op.split("_")[0], n.tuple("axis")
+    return call("mxops.reduce", n.args[0], how, axis, n.bool("keepdims"), n.bool("exclude")), 1
 
 
 @_emits("broadcast_to")
-def _broadcast_to(n):
+def _broadcast_to(n: Node) -> Emitted:
     # A 0 in MXNet's shape keeps that axis (-1 in expand).
     shape = tuple(-1 if s == 0 else s for s in n.tuple("shape"))
-    return "%s.expand(%r)" % (n.args[0], shape), 1
+    return method(n.args[0], "expand", shape), 1
 
 
 @_emits("broadcast_like")
-def _broadcast_like(n):
+def _broadcast_like(n: Node) -> Emitted:
     if n.tuple("lhs_axes", None) or n.tuple("rhs_axes", None):
         n.refuse("lhs_axes/rhs_axes")
-    return "%s.expand_as(%s)" % (n.args[0], n.args[1]), 1
+    return method(n.args[0], "expand_as", n.args[1]), 1
 
 
 @_emits("broadcast_axis", "broadcast_axes")
-def _broadcast_axis(n):
-    axes, sizes = n.tuple("axis"), n.tuple("size")
-    return "%s.expand(%s)" % (
-        n.args[0],
-        "[dict(zip(%r, %r)).get(i, s) for i, s in enumerate(%s.shape)]" % (axes, sizes, n.args[0]),
-    ), 1
+def _broadcast_axis(n: Node) -> Emitted:
+    axes, sizes, x = n.tuple("axis"), n.tuple("size"), n.args[0].flat()
+    sizes_of = "[dict(zip(%r, %r)).get(i, s) for i, s in enumerate(%s.shape)]" % (axes, sizes, x)
+    return method(n.args[0], "expand", Var(sizes_of)), 1
 
 
 @_emits("tile")
-def _tile(n):
-    return "torch.tile(%s, %r)" % (n.args[0], n.tuple("reps")), 1
+def _tile(n: Node) -> Emitted:
+    return call("torch.tile", n.args[0], n.tuple("reps")), 1
 
 
 @_emits("repeat")
-def _repeat(n):
+def _repeat(n: Node) -> Emitted:
     axis = n.int("axis")
-    return "torch.repeat_interleave(%s, %d%s)" % (
-        n.args[0],
-        n.int("repeats"),
-        "" if axis is None else ", dim=%d" % axis,
-    ), 1
+    options = {} if axis is None else {"dim": axis}
+    return call("torch.repeat_interleave", n.args[0], n.int("repeats"), **options), 1
 
 
 @_emits("UpSampling")
-def _upsampling(n):
+def _upsampling(n: Node) -> Emitted:
     if n.str("sample_type") != "nearest" or len(n.args) != 1:
         n.refuse(
             "sample_type=%s with %d input(s) (nearest, one input)"
             % (n.str("sample_type"), len(n.args))
         )
-    return "F.interpolate(%s, scale_factor=%d, mode='nearest')" % (n.args[0], n.int("scale")), 1
+    return call("F.interpolate", n.args[0], scale_factor=n.int("scale"), mode="nearest"), 1
 
 
 @_emits("Pad", "pad")
-def _pad(n):
+def _pad(n: Node) -> Emitted:
     width = n.tuple("pad_width")
     mode = n.str("mode", "constant")
     spec = []
@@ -131,48 +121,54 @@ def _pad(n):
         n.refuse("pad_width=%s (padding the batch or channel axis)" % (width,))
     torch_mode = {"constant": "constant", "edge": "replicate", "reflect": "reflect"}[mode]
     if torch_mode == "constant":
-        return "F.pad(%s, %r, value=%r)" % (n.args[0], spec, n.float("constant_value", 0.0)), 1
-    return "F.pad(%s, %r, mode=%r)" % (n.args[0], spec, torch_mode), 1
+        return call("F.pad", n.args[0], spec, value=n.float("constant_value", 0.0)), 1
+    return call("F.pad", n.args[0], spec, mode=torch_mode), 1
 
 
-_UNARY = {
-    "relu": "F.relu",
-    "sigmoid": "torch.sigmoid",
-    "tanh": "torch.tanh",
-    "exp": "torch.exp",
-    "log": "torch.log",
-    "log1p": "torch.log1p",
-    "expm1": "torch.expm1",
-    "sqrt": "torch.sqrt",
-    "rsqrt": "torch.rsqrt",
-    "square": "torch.square",
-    "abs": "torch.abs",
-    "negative": "torch.neg",
-    "reciprocal": "torch.reciprocal",
-    "sign": "torch.sign",
-    "erf": "torch.erf",
-    "sin": "torch.sin",
-    "cos": "torch.cos",
-    "floor": "torch.floor",
-    "ceil": "torch.ceil",
-    "softsign": "F.softsign",
-}
-for _op, _fn in _UNARY.items():
-    EMITTERS[_op] = lambda n, _fn=_fn: ("%s(%s)" % (_fn, n.args[0]), 1)
+def _unary(fn: str) -> Emitter:
+    return lambda n: (call(fn, n.args[0]), 1)
+
+
+emit_each(
+    EMITTERS,
+    {
+        "relu": "F.relu",
+        "sigmoid": "torch.sigmoid",
+        "tanh": "torch.tanh",
+        "exp": "torch.exp",
+        "log": "torch.log",
+        "log1p": "torch.log1p",
+        "expm1": "torch.expm1",
+        "sqrt": "torch.sqrt",
+        "rsqrt": "torch.rsqrt",
+        "square": "torch.square",
+        "abs": "torch.abs",
+        "negative": "torch.neg",
+        "reciprocal": "torch.reciprocal",
+        "sign": "torch.sign",
+        "erf": "torch.erf",
+        "sin": "torch.sin",
+        "cos": "torch.cos",
+        "floor": "torch.floor",
+        "ceil": "torch.ceil",
+        "softsign": "F.softsign",
+    },
+    _unary,
+)
 
 # Element-wise and broadcasting binaries: the same in MXNet and PyTorch (MXNet's broadcast
 # rule is NumPy's); comparisons give 0/1 in the inputs' type, as MXNet's do.
 _BINARY = {
-    "add": "%s + %s",
-    "plus": "%s + %s",
-    "sub": "%s - %s",
-    "minus": "%s - %s",
-    "mul": "%s * %s",
-    "div": "%s / %s",
-    "power": "torch.pow(%s, %s)",
-    "maximum": "torch.maximum(%s, %s)",
-    "minimum": "torch.minimum(%s, %s)",
-    "hypot": "torch.hypot(%s, %s)",
+    "add": "+",
+    "plus": "+",
+    "sub": "-",
+    "minus": "-",
+    "mul": "*",
+    "div": "/",
+    "power": "torch.pow",
+    "maximum": "torch.maximum",
+    "minimum": "torch.minimum",
+    "hypot": "torch.hypot",
 }
 _BINARY_OPS = (
     ["elemwise_" + k for k in ("add", "sub", "mul", "div")]
@@ -188,38 +184,70 @@ _COMPARE = {
     "lesser": "<",
     "lesser_equal": "<=",
 }
-for _op in _BINARY_OPS:
-    _form = _BINARY[_op.split("_", 1)[1].lower()]
-    EMITTERS[_op] = lambda n, _form=_form: ("(%s)" % (_form % (n.args[0], n.args[1])), 1)
-for _name, _sym in _COMPARE.items():
-    for _op in ("broadcast_" + _name, "_" + _name):
-        EMITTERS[_op] = lambda n, _sym=_sym: (
-            "(%s %s %s).to(%s.dtype)" % (n.args[0], _sym, n.args[1], n.args[0]),
-            1,
-        )
 
-_SCALAR = {
-    "_plus_scalar": "%s + %r",
-    "_minus_scalar": "%s - %r",
-    "_rminus_scalar": "%r - %s",
-    "_mul_scalar": "%s * %r",
-    "_div_scalar": "%s / %r",
-    "_rdiv_scalar": "%r / %s",
-    "_power_scalar": "torch.pow(%s, %r)",
-    "_rpower_scalar": "torch.pow(%r, %s)",
-    "_maximum_scalar": "torch.clamp(%s, min=%r)",
-    "_minimum_scalar": "torch.clamp(%s, max=%r)",
-}
-for _op, _form in _SCALAR.items():
 
-    def _scalar(n, _form=_form):
-        value = n.float("scalar")
-        pair = (value, n.args[0]) if _form.startswith("%r") else (n.args[0], value)
-        return "(%s)" % (_form % pair), 1
+def _binary(form: str) -> Emitter:
+    if form.startswith("torch."):
+        return lambda n: (call(form, n.args[0], n.args[1]), 1)
+    return lambda n: (BinOp(form, (n.args[0], n.args[1])), 1)
 
-    EMITTERS[_op] = _scalar
-for _name, _sym in _COMPARE.items():
-    EMITTERS["_%s_scalar" % _name] = lambda n, _sym=_sym: (
-        "(%s %s %r).to(%s.dtype)" % (n.args[0], _sym, n.float("scalar"), n.args[0]),
-        1,
-    )
+
+def _compare(sym: str) -> Emitter:
+    def emit(n: Node) -> Emitted:
+        test = BinOp(sym, (n.args[0], n.args[1]))
+        return method(test, "to", Var(n.args[0].flat() + ".dtype")), 1
+
+    return emit
+
+
+emit_each(EMITTERS, {op: _BINARY[op.split("_", 1)[1].lower()] for op in _BINARY_OPS}, _binary)
+emit_each(
+    EMITTERS,
+    {op + name: sym for name, sym in _COMPARE.items() for op in ("broadcast_", "_")},
+    _compare,
+)
+
+
+def _scalar(form: Tuple[str, bool]) -> Emitter:
+    """``form``: the operator or function, and whether the scalar comes first."""
+    sym, scalar_first = form
+
+    def emit(n: Node) -> Emitted:
+        value = Lit(n.float("scalar"))
+        pair = (value, n.args[0]) if scalar_first else (n.args[0], value)
+        if sym.startswith("torch.clamp"):
+            return call("torch.clamp", n.args[0], **{sym.split(":")[1]: value}), 1
+        if sym.startswith("torch."):
+            return call(sym, *pair), 1
+        return BinOp(sym, pair), 1
+
+    return emit
+
+
+emit_each(
+    EMITTERS,
+    {
+        "_plus_scalar": ("+", False),
+        "_minus_scalar": ("-", False),
+        "_rminus_scalar": ("-", True),
+        "_mul_scalar": ("*", False),
+        "_div_scalar": ("/", False),
+        "_rdiv_scalar": ("/", True),
+        "_power_scalar": ("torch.pow", False),
+        "_rpower_scalar": ("torch.pow", True),
+        "_maximum_scalar": ("torch.clamp:min", False),
+        "_minimum_scalar": ("torch.clamp:max", False),
+    },
+    _scalar,
+)
+
+
+def _compare_scalar(sym: str) -> Emitter:
+    def emit(n: Node) -> Emitted:
+        test = BinOp(sym, (n.args[0], Lit(n.float("scalar"))))
+        return method(test, "to", Var(n.args[0].flat() + ".dtype")), 1
+
+    return emit
+
+
+emit_each(EMITTERS, {"_%s_scalar" % name: sym for name, sym in _COMPARE.items()}, _compare_scalar)

@@ -81,7 +81,7 @@ def _names(values):
     return ", ".join(repr(v) for v in values)
 
 
-def verify_nodes(module, prog, symbol, params, shapes, rtol, atol, record):
+def verify_nodes(module, written, symbol, params, shapes, rtol, atol, record):
     rng = np.random.RandomState(0)
     types = _types(symbol, params)
     feed = _feed(symbol, shapes, rng, types)
@@ -89,15 +89,17 @@ def verify_nodes(module, prog, symbol, params, shapes, rtol, atol, record):
     was_training = module.training
     module.eval()
     try:
-        actual = record(module, prog, feed)
+        actual = record(module, written, feed)
     finally:
         module.train(was_training)
-    compare_nodes(symbol.tojson(), actual, expected, rtol, atol)
+    compare_nodes(symbol.tojson(), actual, expected, rtol, atol, written.node_paths)
 
 
-def compare_nodes(graph_json, actual, expected, rtol, atol):
+def compare_nodes(graph_json, actual, expected, rtol, atol, paths=None):
     """Name the first node whose output in ``actual`` ({node: output(s)}, the recording
-    forward's) differs from MXNet's ``expected`` ([(output name, array)], in node order)."""
+    forward's) differs from MXNet's ``expected`` ([(output name, array)], in node order), with
+    the module that computes it (``paths``: node name -> module path)."""
+    paths = paths or {}
     nodes, _ = codegen.load(graph_json)
     position = 0
     for node in nodes:
@@ -116,11 +118,12 @@ def compare_nodes(graph_json, actual, expected, rtol, atol):
             worst, bad = worst_difference(want, got, rtol, atol)
             if bad:
                 raise AssertionError(
-                    "mxcompat.to_torch: node %r (op %s) is the first whose output differs "
-                    "from MXNet's (%s%s): %s; the nodes before it agree"
+                    "mxcompat.to_torch: node %r (op %s, in %s) is the first whose output "
+                    "differs from MXNet's (%s%s): %s; the nodes before it agree"
                     % (
                         node["name"],
                         node["op"],
+                        "model.%s" % paths[node["name"]] if paths.get(node["name"]) else "model",
                         out_name,
                         "" if len(outs) == 1 else ", output %d" % k,
                         "shape %s, MXNet's %s" % (got.shape, want.shape)

@@ -1,0 +1,222 @@
+"""Which block computes each node, for the printer (``tree``): a Gluon block's own tree, taken
+while the block is traced on symbols (each block's forward hooks see the nodes its call adds);
+for a graph without blocks (a Module, a symbol, a checkpoint), the tree Gluon's name prefixes
+spell (``resnetv10_stage1_conv0_weight``: ``stage1.conv0.weight``); or none: one module, each
+node whose operator is a stock layer's as an attribute named after it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from .nodes import LAYERS, Node
+from .tree import Block, Blocks, Graph, _attribute
+
+_OUTPUT = re.compile(r"_output\d*$")
+
+
+def gluon_blocks(block: Any, input_names: Sequence[str], graph: Graph) -> Optional[Blocks]:
+    """The tree of the Gluon ``block``, or None where its trace does not name the graph's nodes
+    (a block called twice, a graph built otherwise)."""
+    from ..convert._common import _mx
+
+    mx = _mx()
+    sequential = tuple(
+        c for c in (getattr(mx.gluon.nn, n, None) for n in ("HybridSequential", "Sequential")) if c
+    )
+    paths: Dict[int, str] = {}
+
+    def build(b: Any, name: str, path: str) -> Block:
+        paths[id(b)] = path
+        node = Block(name, type(b).__name__, isinstance(b, sequential))
+        for child_name, child in getattr(b, "_children", {}).items():
+            child = child() if callable(child) and not hasattr(child, "forward") else child
+            child_path = "%s.%s" % (path, child_name) if path else child_name
+            if id(child) in paths:
+                return node  # one block twice in the tree: not a tree
+            node.children.append(build(child, child_name, child_path))
+        return node
+
+    root = build(block, "", "")
+    params: Dict[str, Tuple[str, str]] = {}
+    try:
+        structured = block._collect_params_with_prefix()
+    except AttributeError:
+        return None
+    for key, param in structured.items():
+        path, _, attr = key.rpartition(".")
+        params[param.name] = (path, attr)
+
+    owner: Dict[str, str] = {}
+    calls: Dict[int, int] = {}
+    handles = []
+
+    def internals(symbols: Any) -> Set[str]:
+        found: Set[str] = set()
+        for s in symbols if isinstance(symbols, (list, tuple)) else [symbols]:
+            if isinstance(s, mx.sym.Symbol):
+                found.update(_OUTPUT.sub("", n) for n in s.get_internals().list_outputs())
+            elif isinstance(s, (list, tuple)):
+                found |= internals(s)
+        return found
+
+    def after(b: Any, args: Any, out: Any) -> None:
+        calls[id(b)] = calls.get(id(b), 0) + 1
+        path = paths.get(id(b))
+        if path is None:
+            return
+        for name in internals(out) - internals(args):
+            owner.setdefault(name, path)
+
+    def visit(b: Any) -> None:
+        handles.append(b.register_forward_hook(after))
+        for child in getattr(b, "_children", {}).values():
+            visit(child() if callable(child) and not hasattr(child, "forward") else child)
+
+    try:
+        visit(block)
+        block(*[mx.sym.var(n) for n in input_names])
+    except Exception:  # a block that cannot be traced this way: the names' tree instead
+        return None
+    finally:
+        for h in handles:
+            h.detach()
+    if any(count > 1 for count in calls.values()):
+        return None
+    names = {n["name"] for n in graph.nodes if n["op"] != "null"}
+    if not names <= set(owner):
+        return None
+    return Blocks(root, {n: p for n, p in owner.items() if n in names}, params)
+
+
+_SUFFIXES = (
+    "running_mean",
+    "running_var",
+    "moving_mean",
+    "moving_var",
+    "i2h_weight",
+    "i2h_bias",
+    "h2h_weight",
+    "h2h_bias",
+)
+
+
+def name_blocks(graph: Graph) -> Optional[Blocks]:
+    """The tree Gluon's name prefixes spell, or None where the names spell none."""
+    owners: Dict[str, Tuple[str, str]] = {}  # parameter -> (prefix, attribute)
+    for name in graph.shapes:
+        suffix = next((s for s in _SUFFIXES if name.endswith("_" + s)), None)
+        if suffix is None:
+            if "_" not in name:
+                return None
+            suffix = name.rsplit("_", 1)[1]
+        owners[name] = (name[: -len(suffix) - 1], suffix)
+    prefixes = {p for p, _ in owners.values()}
+    parts = {p: p.split("_") for p in prefixes}
+    if not parts or any(not all(parts[p]) for p in parts):
+        return None
+    first = {ps[0] for ps in parts.values()}
+    strip = 1 if len(first) == 1 and all(len(ps) > 1 for ps in parts.values()) else 0
+    root = Block("")
+    by_prefix: Dict[str, Block] = {}
+    blocks: Dict[str, Block] = {"": root}
+    for p in sorted(prefixes, key=lambda q: [int(t) if t.isdigit() else t for t in parts[q]]):
+        comps = parts[p][strip:]
+        path = ""
+        parent = root
+        for k, comp in enumerate(comps):
+            path = "%s.%s" % (path, _attribute(comp)) if path else _attribute(comp)
+            if path not in blocks:
+                child = Block(_attribute(comp))
+                parent.children.append(child)
+                blocks[path] = child
+                by_prefix["_".join(parts[p][: strip + k + 1])] = child
+            parent = blocks[path]
+    path_of = {id(b): path for path, b in blocks.items()}
+    params = {n: (path_of[id(by_prefix[p])], _attribute(a)) for n, (p, a) in owners.items()}
+    owner = {}
+    ordered = sorted(by_prefix, key=len, reverse=True)
+    for node in graph.nodes:
+        if node["op"] == "null":
+            continue
+        for prefix in ordered:
+            if node["name"] == prefix or node["name"].startswith(prefix + "_"):
+                owner[node["name"]] = path_of[id(by_prefix[prefix])]
+                break
+    tree = Blocks(root, owner, params)
+    _stock_leaves(graph, tree)
+    return tree
+
+
+def flat_blocks(graph: Graph) -> Blocks:
+    """One module: each node whose operator is a stock layer's as an attribute of its own."""
+    tree = Blocks(Block(""), {}, {})
+    _stock_leaves(graph, tree)
+    return tree
+
+
+def _stock_leaves(graph: Graph, tree: Blocks) -> None:
+    """A child of its own for each node a stock layer computes from parameters no other node
+    reads (``self.conv0 = nn.Conv2d(...)``), where the node's block holds more than it."""
+    users: Dict[str, int] = {}
+    for node in graph.nodes:
+        for j, _ in node["inputs"]:
+            users[graph.nodes[j]["name"]] = users.get(graph.nodes[j]["name"], 0) + 1
+    blocks = {"": tree.root}
+
+    def index(b: Block, path: str) -> None:
+        for c in b.children:
+            p = "%s.%s" % (path, c.name) if path else c.name
+            blocks[p] = c
+            index(c, p)
+
+    index(tree.root, "")
+    own: Dict[str, List[str]] = {}
+    for node in graph.nodes:
+        if node["op"] != "null":
+            own.setdefault(tree.owner.get(node["name"], ""), []).append(node["name"])
+    for i, node in enumerate(graph.nodes):
+        make = LAYERS.get(node["op"])
+        path = tree.owner.get(node["name"], "")
+        if make is None or i in graph.rnn_pieces or len(own.get(path, ())) < 2:
+            continue
+        if blocks[path].children and path:
+            continue
+        inputs = [graph.nodes[j] for j, _ in node["inputs"]]
+        shapes = [graph.shapes.get(s["name"]) if s["op"] == "null" else None for s in inputs]
+        params = [s["name"] for s in inputs if s["op"] == "null" and s["name"] in graph.shapes]
+        if any(users.get(p) != 1 for p in params):
+            continue
+        if any(tree.params.get(p, ("", ""))[0] != path for p in params):
+            continue
+        attrs = dict(node["attrs"])
+        attrs["__frozen_stats__"] = graph.frozen_stats
+        try:
+            layer = make(Node(node["op"], node["name"], attrs, [], shapes))
+        except Exception:
+            layer = None
+        if layer is None:
+            continue
+        name = _leaf_name(node["name"], path, blocks[path])
+        leaf = Block(name)
+        blocks[path].children.append(leaf)
+        leaf_path = "%s.%s" % (path, name) if path else name
+        blocks[leaf_path] = leaf
+        tree.owner[node["name"]] = leaf_path
+        for p in params:
+            tree.params[p] = (leaf_path, p)
+
+
+def _leaf_name(node: str, path: str, parent: Block) -> str:
+    name = re.sub(r"_(fwd|forward)$", "", node)
+    # The part after the enclosing block's name, where the names nest.
+    tail = path.split(".")[-1] if path else ""
+    if tail and "_%s_" % tail in "_%s" % name:
+        name = name.split("_%s_" % tail, 1)[1]
+    name = _attribute(name)
+    taken = {c.name for c in parent.children}
+    base, k = name, 1
+    while name in taken:
+        k += 1
+        name = "%s_%d" % (base, k)
+    return name
