@@ -39,13 +39,19 @@ def gluon_blocks(block: Any, input_names: Sequence[str], graph: Graph) -> Option
 
     root = build(block, "", "")
     params: Dict[str, Tuple[str, str]] = {}
-    try:
-        structured = block._collect_params_with_prefix()
-    except AttributeError:
-        return None
-    for key, param in structured.items():
-        path, _, attr = key.rpartition(".")
-        params[param.name] = (path, attr)
+    blocks_in_order: List[Tuple[Any, str]] = []
+
+    def collect(b: Any, path: str) -> None:
+        blocks_in_order.append((b, path))
+        for child_name, child in getattr(b, "_children", {}).items():
+            child = child() if callable(child) and not hasattr(child, "forward") else child
+            collect(child, "%s.%s" % (path, child_name) if path else child_name)
+
+    collect(block, "")
+    for b, path in blocks_in_order:
+        # A parameter shared with a child: the block that registered it first, the outermost.
+        for attr, param in getattr(b, "_reg_params", {}).items():
+            params.setdefault(param.name, (path, attr))
 
     owner: Dict[str, str] = {}
     calls: Dict[int, int] = {}
@@ -117,6 +123,8 @@ def name_blocks(graph: Graph) -> Optional[Blocks]:
         return None
     first = {ps[0] for ps in parts.values()}
     strip = 1 if len(first) == 1 and all(len(ps) > 1 for ps in parts.values()) else 0
+    if all(len(ps) - strip < 2 for ps in parts.values()):
+        return None  # no nesting: the flat module says as much
     root = Block("")
     by_prefix: Dict[str, Block] = {}
     blocks: Dict[str, Block] = {"": root}

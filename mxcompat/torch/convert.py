@@ -238,6 +238,7 @@ def _convert(model, input_shapes, verify, rtol, atol, verify_with=None):
     module.mxnet_inputs = list(written.inputs)
     module.mxnet_labels = list(written.labels)
     module.mxnet_names = dict(written.mxnet_names)
+    module.mxnet_written = written
     module.eval()
     if verify:
         shapes = dict(zip(written.inputs, shape_list(input_shapes, written.inputs, known, WHERE)))
@@ -283,7 +284,7 @@ def record(module, written, feed):
     filename = "<mxcompat.to_torch record %d>" % next(_counter)
     namespace = _compile(written.record_source, filename, {"_rec": _rec})
     twin = namespace[written.root]()
-    twin.load_state_dict(module.state_dict())
+    twin.load_state_dict(module.state_dict(), assign=True)
     twin.train(module.training)
     handles = []
     for path, sub in twin.named_modules():

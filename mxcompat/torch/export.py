@@ -11,21 +11,30 @@ from ..convert._common import _fail, _mx
 from . import optim_rules, runtime
 from .convert import _convert, import_torch
 
-HEADER = '''"""Converted from MXNet by mxcompat (mxcompat torch): one line per MXNet node.
+HEADER = '''"""Converted from MXNet by mxcompat (mxcompat torch).
 
-    model = MXNetModel()
+    model = %s()
     model.load_state_dict(safetensors.torch.load_file("weights.safetensors"))
 """
-
-import torch
-import torch.nn.functional as F
-
-try:
-    from . import mxnet_ops as mxops
-except ImportError:
-    import mxnet_ops as mxops
-
 '''
+
+
+def model_source(written):
+    """model.py: the docstring, the imports the classes use, the classes."""
+    lines = [HEADER % written.root]
+    if "torch" in written.imports or "torch." in written.source:
+        lines.append("import torch")
+    if "nn" in written.imports:
+        lines.append("from torch import nn")
+    if "F." in written.source:
+        lines.append("from torch.nn import functional as F")
+    if "mxops." in written.source:
+        lines.append("")
+        lines.append("try:")
+        lines.append("    from . import mxnet_ops as mxops")
+        lines.append("except ImportError:")
+        lines.append("    import mxnet_ops as mxops")
+    return "\n".join(lines) + "\n\n\n" + written.source
 
 
 def _trainer_order(model, arrays):
@@ -101,10 +110,11 @@ def write_model(model, directory, input_shapes=None, states=None, verify_with=No
     MXNet checks the nodes of a checkpoint's module."""
     torch = import_torch("mxcompat torch")
     module = _convert(model, input_shapes, input_shapes is not None, 1e-4, 1e-5, verify_with)
+    written = module.mxnet_written
     os.makedirs(directory, exist_ok=True)
     paths = [os.path.join(directory, n) for n in ("model.py", "mxnet_ops.py")]
     with open(paths[0], "w") as f:
-        f.write(HEADER + "\n" + module.code)
+        f.write(model_source(written))
     with open(runtime.__file__) as src, open(paths[1], "w") as f:
         f.write(src.read())
     state = {k: v.contiguous() for k, v in module.state_dict().items()}

@@ -71,7 +71,8 @@ class Method(Expr):
     kwargs: Tuple[Tuple[str, Any], ...] = ()
 
     def flat(self) -> str:
-        return "%s.%s" % (_operand(self.obj), Call("", self.args, self.kwargs).flat())
+        call = Call("", self.args, self.kwargs).flat()
+        return "%s.%s%s" % (_operand(self.obj), self.name, call)
 
 
 @dataclass(frozen=True)

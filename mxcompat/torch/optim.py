@@ -128,14 +128,21 @@ def _settings(kind, found, rescale, r32):
     return settings
 
 
-def _carry(topt, kind, centered, arrays, counts, names, named, torch):
+def _mxnet_names(module):
+    """torch name -> MXNet name: the converted module's own map (``mxnet_names``), else the
+    names as they are (a module whose parameters carry their MXNet names, ``%2E`` for ``.``)."""
+    own = getattr(module, "mxnet_names", None) or {}
+    return lambda name: own.get(name) or codegen.mxnet_name(name)
+
+
+def _carry(topt, kind, centered, arrays, counts, names, named, torch, mxnet_name):
     """Put MXNet's states (``{index: arrays}``) and Adam's per-parameter counts into
     ``topt.state``, by parameter name; a state for no parameter of the module, or of
     another shape, is an error (never a silent restart)."""
     from .optim_rules import state_names
 
     keys = state_names(kind, centered)
-    by_name = {codegen.mxnet_name(n): p for n, p in named}
+    by_name = {mxnet_name(n): p for n, p in named}
     done = set()
     # A Module's updater holds one state per context (index i * contexts + k), the same
     # after every synchronous step: the lowest index (the first context's) is taken.
@@ -213,9 +220,10 @@ def to_torch_optimizer(
     if found.get("multi_precision"):
         raise _fail(WHERE, "multi_precision=True is not supported", NotImplementedError)
     named = list(torch_module.named_parameters())
-    mults = _multipliers(opt, [codegen.mxnet_name(n) for n, _ in named])
+    mxnet_name = _mxnet_names(torch_module)
+    mults = _multipliers(opt, [mxnet_name(n) for n, _ in named])
     settings = _settings(kind, found, rescale, optim_rules.r32)
-    multipliers = {n: mults[codegen.mxnet_name(n)] for n, _ in named}
+    multipliers = {n: mults[mxnet_name(n)] for n, _ in named}
     begin = found.get("begin_num_update", 0) or 0
     topt = optim_rules.build(
         torch_module,
@@ -228,5 +236,5 @@ def to_torch_optimizer(
         nag_rule=_nag_rule() if kind == "nag" else None,
     )
     counts = found.get("update_counts") or {}
-    _carry(topt, kind, settings.get("centered"), arrays, counts, names, named, torch)
+    _carry(topt, kind, settings.get("centered"), arrays, counts, names, named, torch, mxnet_name)
     return topt

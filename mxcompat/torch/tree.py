@@ -22,6 +22,16 @@ from .nodes import EMITTERS, LAYERS, Node, Unsupported
 
 Entry = Tuple[int, int]  # (node index, output index)
 PRELUDE_NAMES = ("torch", "nn", "F", "mxops")
+# torch.nn.Module's own attributes: a parameter or child of that name would hide them.
+MODULE_NAMES = frozenset(
+    "add_module apply bfloat16 buffers call_super_init children compile cpu cuda double "
+    "dump_patches eval extra_repr float forward get_buffer get_extra_state get_parameter "
+    "get_submodule half ipu load_state_dict modules mtia named_buffers named_children "
+    "named_modules named_parameters parameters register_buffer register_forward_hook "
+    "register_forward_pre_hook register_full_backward_hook register_module "
+    "register_parameter requires_grad_ set_extra_state share_memory state_dict to to_empty "
+    "train training type xpu zero_grad".split()
+)
 
 
 class NotATree(Exception):
@@ -142,7 +152,8 @@ class Printer:
                 path = self.blocks.owner.get(node["name"], "")
                 owner[i] = path if path in by_path else ""
         param_owner = {}
-        for name in self.param_names:
+        ordered = [n["name"] for n in self.nodes if n["op"] == "null"]
+        for name in sorted(self.param_names, key=ordered.index):
             path, attr = self.blocks.params.get(name, ("", _attribute(name)))
             param_owner[name] = (path if path in by_path else "", attr)
         calls = []
@@ -156,8 +167,12 @@ class Printer:
         inside = set(mine)
         own = [i for i in mine if owner[i] == path]
         params, buffers = {}, {}
-        for name, (where, attr) in sorted(param_owner.items()):
+        for name, (where, attr) in param_owner.items():
             if where == path:
+                base, k = attr, 1
+                while attr in params or attr in buffers:
+                    k += 1
+                    attr = "%s_%d" % (base, k)
                 (buffers if name in self.g.aux else params)[attr] = name
         inputs: List[Entry] = []
         for i in mine:
@@ -300,12 +315,15 @@ class _Stmt:
     node: Optional[str]  # the MXNet node whose output(s) this is (an own node)
     count: int = 1
     first: int = 0
+    base: str = ""  # what to call its value where ``x`` is taken
 
 
 def _attribute(name: str) -> str:
     base = re.sub(r"\W", "_", name)
     if not base or base[0].isdigit() or keyword.iskeyword(base) or base in PRELUDE_NAMES:
         base = "v_" + base
+    if base in MODULE_NAMES or base.startswith("_"):
+        base = "mx_" + base.lstrip("_")
     return base
 
 
@@ -429,7 +447,10 @@ class _Body:
             raise Unsupported(node["op"], node["name"])
         n = self.p._node(i, names)
         if i in self.p.g.rnn_pieces:
-            n.args[1] = Var("[%s]" % ", ".join(names[self._var(p)].flat() for p in self.p.g.rnn_pieces[i]))
+            pieces = [names.get(self._var(p)) for p in self.p.g.rnn_pieces[i]]
+            if any(e is None for e in pieces):
+                raise NotATree("%s reads another block's parameters" % node["name"])
+            n.args[1] = Lit([e for e in pieces if e is not None])
         expr, count = emitter(n)
         return _Stmt([(i, k) for k in range(count)], expr, node["name"], count, i)
 
@@ -444,8 +465,11 @@ class _Body:
         if child.kind == "layer" and child.layer is not None and child.layer.prepare:
             x = args[0].flat()
             args = [Var(child.layer.prepare.replace("x", x, 1))]
-        expr = Call("self." + child.block.name, tuple(args))
-        return _Stmt(list(child.outputs), expr, None, len(child.outputs), min(child.nodes))
+        name = child.block.name
+        fn = "self." + name if name.isidentifier() else "getattr(self, %s)" % literal(name)
+        expr = Call(fn, tuple(args))
+        base = _attribute(name) if name.isidentifier() else "x%s" % re.sub(r"\W", "_", name)
+        return _Stmt(list(child.outputs), expr, None, len(child.outputs), min(child.nodes), base)
 
     def _name(self, stmts: List[_Stmt], names: Dict[Entry, Expr]) -> None:
         """Name the last statement's outputs: placeholders, fixed once liveness is known."""
@@ -572,6 +596,8 @@ def write(graph: Graph, blocks: Blocks, root: str, doc: str) -> Written:
             elif call.kind == "sequential":
                 p.imports.add("nn")
                 ctor[path] = Call("nn.Sequential", tuple(ctor[c.block.path] for c in kids))
+                if not path:
+                    classes.append((root, [], _sequential_root(call, ctor[path], height)))
             elif call.nodes or not path:
                 templates.append(_template(p, call, by_path, ctor, height))
         every += templates
@@ -619,7 +645,7 @@ def _template(
         if "x" not in holder or "x" in free:
             name = "x"
         else:
-            base = _stem(p.nodes[s.first]["op"]) if s.node else s.expr.fn.split(".")[-1]  # type: ignore[attr-defined]
+            base = _stem(p.nodes[s.first]["op"]) if s.node else s.base
             name, i = base, 1
             while name in holder and name not in free or name in PRELUDE_NAMES:
                 i += 1
@@ -666,6 +692,11 @@ def _template(
         )
         p.imports.add("torch")
     return _Class(call, init, after, lines, record, record_nodes, height)
+
+
+def _sequential_root(call: _Call, expr: Expr, height: int) -> _Class:
+    assert isinstance(expr, Call)
+    return _Class(call, [("", Call("super().__init__", expr.args))], [], [], [], {}, height)
 
 
 def _last_use(name: str, stmts: List[_Stmt], returns: List[Expr]) -> int:
@@ -755,18 +786,24 @@ def _emit(
     source, record = [], []
     for name, arguments, t in classes:
         is_root = not t.call.block.path
-        head = ["class %s(nn.Module):" % name]
+        base = "nn.Sequential" if is_root and not t.forward else "nn.Module"
+        head = ["class %s(%s):" % (name, base)]
         if is_root and p.doc:
             head.append('    """%s"""' % p.doc)
             head.append("")
         head.append("    def __init__(%s):" % ", ".join(["self"] + arguments))
-        init = ["        super().__init__()"]
+        init = [] if t.init and not t.init[0][0] else ["        super().__init__()"]
         for attr, expr in t.init:
-            init += statement("self.%s = " % attr, expr, "        ")
+            if not attr:
+                init += statement("", expr, "        ")
+            elif attr.isidentifier():
+                init += statement("self.%s = " % attr, expr, "        ")
+            else:
+                init += statement("", Call("self.add_module", (Lit(attr), expr)), "        ")
         init += ["        " + line for line in t.after]
-        block = head + init + [""]
-        source.append("\n".join(block + t.forward))
-        record.append("\n".join(block + t.record))
+        block = head + init
+        source.append("\n".join(block + ([""] + t.forward if t.forward else [])))
+        record.append("\n".join(block + ([""] + t.record if t.record else [])))
     p.imports.add("nn")
     mxnet_names, layer_nodes, node_paths, record_nodes = {}, {}, {}, {}
     by_path = {c.block.path: c for c in calls}
@@ -781,14 +818,16 @@ def _emit(
     for t in every:
         record_nodes[t.call.block.path] = t.record_nodes
     del by_path
-    labels = [a for a in _root_args(classes) if a.endswith("=None")]
-    inputs = [a for a in _root_args(classes) if not a.endswith("=None")]
+    inputs, labels = [], []
+    for i, node in enumerate(p.nodes):
+        if node["op"] == "null" and node["name"] not in p.param_names:
+            (labels if i in p.label_nodes else inputs).append(_attribute(node["name"]))
     written = Written(
         "\n\n\n".join(source) + "\n",
         "\n\n\n".join(record) + "\n",
         p.root_name,
         inputs,
-        [a[: -len("=None")] for a in labels],
+        labels,
         mxnet_names,
         layer_nodes,
         node_paths,
@@ -796,12 +835,3 @@ def _emit(
     )
     written.record_nodes = record_nodes  # type: ignore[attr-defined]
     return written
-
-
-def _root_args(classes: List[Tuple[str, List[str], _Class]]) -> List[str]:
-    for _, _, t in classes:
-        if not t.call.block.path:
-            line = t.forward[0]
-            inside = line[line.index("(") + 1 : line.rindex(")")]
-            return [a.strip() for a in inside.split(",")[1:]]
-    return []

@@ -101,7 +101,7 @@ def compare_nodes(graph_json, actual, expected, rtol, atol, paths=None):
     the module that computes it (``paths``: node name -> module path)."""
     paths = paths or {}
     nodes, _ = codegen.load(graph_json)
-    position = 0
+    groups = _by_node([n["name"] for n in nodes if n["op"] != "null"], expected)
     for node in nodes:
         if node["op"] == "null":
             continue
@@ -109,8 +109,7 @@ def compare_nodes(graph_json, actual, expected, rtol, atol, paths=None):
         if outs is None:
             continue
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-        mine = expected[position : position + len(outs)]
-        position += len(outs)
+        mine = groups.get(node["name"], [])[: len(outs)]
         for k, ((out_name, want), got) in enumerate(zip(mine, outs)):
             if not hasattr(got, "detach"):
                 continue  # a zeros whose shape MXNet infers (the RNN's begin state)
@@ -132,3 +131,22 @@ def compare_nodes(graph_json, actual, expected, rtol, atol, paths=None):
                         % (worst, float(np.abs(want).max()) if want.size else 0.0),
                     )
                 )
+
+
+def _by_node(names, expected):
+    """{node name: its [(output name, array)]}: MXNet names a node's outputs after it
+    (``NAME_output``, ``NAME_output0``, ``NAME_state``), in node order; a node whose outputs
+    the converted module does not compute (what an RNN's parameters pass through) included."""
+    groups, position = {}, 0
+    for k, name in enumerate(names):
+        following = names[k + 1] if k + 1 < len(names) else None
+        mine = []
+        while position < len(expected):
+            out_name = expected[position][0]
+            theirs = following and len(following) > len(name) and out_name.startswith(following + "_")
+            if not out_name.startswith(name + "_") or theirs:
+                break
+            mine.append(expected[position])
+            position += 1
+        groups[name] = mine
+    return groups

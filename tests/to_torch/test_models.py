@@ -79,9 +79,9 @@ def test_model_zoo_family_block_and_exported_module(name, tmp_path):
     module = mxcompat.to_torch(net, [(2, 3, side, side)])
     assert not module.training
     _assert_close(_torch_output(module, x), expected)
-    # Parameters bit for bit under their MXNet names.
+    # Parameters bit for bit, each named after its MXNet parameter in mxnet_names.
     params = {p.name: p.data().asnumpy() for p in net.collect_params().values()}
-    state = module.state_dict()
+    state = {module.mxnet_names[k]: v for k, v in module.state_dict().items()}
     assert set(state) == set(params)
     for pname, value in params.items():
         assert np.array_equal(state[pname].numpy(), value), pname

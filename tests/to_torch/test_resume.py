@@ -21,6 +21,7 @@ import pytest
 from mxnet import autograd, gluon
 
 import mxcompat
+from tests.support.torch_names import state_by_mxnet_name
 
 _SPEC = importlib.util.find_spec("torch")
 pytestmark = pytest.mark.skipif(
@@ -129,7 +130,7 @@ def _torch_gluon_step(module, topt, x, y):
 
 
 def _close(module, expected, what, rtol=1e-12):
-    state = module.state_dict()
+    state = state_by_mxnet_name(module)
     for name, want in expected.items():
         got = state[name].numpy()
         scale = max(float(np.abs(want).max()), 1e-6)
@@ -138,7 +139,7 @@ def _close(module, expected, what, rtol=1e-12):
 
 
 def _far(module, expected):
-    state = module.state_dict()
+    state = state_by_mxnet_name(module)
     return max(
         float(np.abs(state[n].numpy() - v).max() / max(np.abs(v).max(), 1e-6))
         for n, v in expected.items()

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import mxcompat
+from tests.support.torch_names import params_by_mxnet_name, state_by_mxnet_name
 
 _SPEC = importlib.util.find_spec("torch")
 pytestmark = pytest.mark.skipif(

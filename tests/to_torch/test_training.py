@@ -29,6 +29,7 @@ from mxnet import autograd, gluon
 from mxnet.gluon.model_zoo import vision
 
 import mxcompat
+from tests.support.torch_names import params_by_mxnet_name, state_by_mxnet_name
 
 _SPEC = importlib.util.find_spec("torch")
 pytestmark = pytest.mark.skipif(
@@ -185,7 +186,7 @@ def test_module_training_parity(model, kind):
     args = {p.name: p.data().copy() for p in net.collect_params().values()}
     module = mxcompat.to_torch(mod, verify=False)
     opt = mxcompat.to_torch_optimizer(mod, module)
-    assert not dict(module.named_parameters())[frozen].requires_grad
+    assert not params_by_mxnet_name(module)[frozen].requires_grad
     module.train()
     for x, y in batches:
         _module_step(mod, x, y)
@@ -197,7 +198,7 @@ def test_module_training_parity(model, kind):
     # (facts.BATCHNORM_STATS_WRITE_UNORDERED): wait for the last step's write.
     mx.nd.waitall()
     arg_params, aux_params = mod.get_params()
-    state = module.state_dict()
+    state = state_by_mxnet_name(module)
     for n, v in list(arg_params.items()) + list(aux_params.items()):
         _close(state[n].numpy(), v.asnumpy(), n)
     assert np.array_equal(state[frozen].numpy(), args[frozen].asnumpy())
@@ -220,7 +221,7 @@ def test_gluon_trainer_training_parity(model, kind):
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     batch = batches[0][0].shape[-1] if model == "lstm" else batches[0][0].shape[0]
     # to_torch read grad_req before: say it again for the module made before the change.
-    dict(module.named_parameters())[frozen].requires_grad_(False)
+    params_by_mxnet_name(module)[frozen].requires_grad_(False)
     opt = mxcompat.to_torch_optimizer(trainer, module, batch_size=batch)
     module.train()
     for x, y in batches:
@@ -240,7 +241,7 @@ def test_gluon_trainer_training_parity(model, kind):
         opt.step()
         opt.zero_grad()
     mx.nd.waitall()  # the last step's BatchNorm statistics, as above
-    state = module.state_dict()
+    state = state_by_mxnet_name(module)
     for n, p in by_name.items():
         _close(state[n].numpy(), p.data().asnumpy(), n)
     assert np.array_equal(state[frozen].numpy(), by_name[frozen].data().asnumpy())
