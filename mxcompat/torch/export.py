@@ -5,16 +5,18 @@ torch) and ``optimizer.pt`` (``mxnet_optim.save``: its state_dict, with every se
 update count and the scheduler's position), which ``mxnet_optim.load(model, path)`` resumes
 with torch alone."""
 
+import json
 import os
+import re
 
 from ..convert._common import _fail, _mx
 from . import optim_rules, runtime
 from .convert import _convert, import_torch
 
-HEADER = '''"""Converted from MXNet by mxcompat (mxcompat torch).
+HEADER = '''"""Converted from MXNet by mxcompat (mxcompat torch).  To load it:
 
-    model = %s()
-    model.load_state_dict(safetensors.torch.load_file("weights.safetensors"))
+model = %s()
+model.load_state_dict(safetensors.torch.load_file("weights.safetensors"))
 """
 '''
 
@@ -22,13 +24,17 @@ HEADER = '''"""Converted from MXNet by mxcompat (mxcompat torch).
 def model_source(written):
     """model.py: the docstring, the imports the classes use, the classes."""
     lines = [HEADER % written.root]
-    if "torch" in written.imports or "torch." in written.source:
+
+    def uses(name):
+        return re.search(r"(?<![\w.])%s\." % name, written.source) is not None
+
+    if uses("torch"):
         lines.append("import torch")
-    if "nn" in written.imports:
+    if uses("nn"):
         lines.append("from torch import nn")
-    if "F." in written.source:
+    if uses("F"):
         lines.append("from torch.nn import functional as F")
-    if "mxops." in written.source:
+    if uses("mxops"):
         lines.append("")
         lines.append("try:")
         lines.append("    from . import mxnet_ops as mxops")
@@ -115,6 +121,11 @@ def write_model(model, directory, input_shapes=None, states=None, verify_with=No
     paths = [os.path.join(directory, n) for n in ("model.py", "mxnet_ops.py")]
     with open(paths[0], "w") as f:
         f.write(model_source(written))
+    # Each state_dict key's MXNet parameter: what a script that still speaks MXNet's names reads.
+    paths.append(os.path.join(directory, "mxnet_names.json"))
+    with open(paths[-1], "w") as f:
+        json.dump(written.mxnet_names, f, indent=1, sort_keys=True)
+        f.write("\n")
     with open(runtime.__file__) as src, open(paths[1], "w") as f:
         f.write(src.read())
     state = {k: v.contiguous() for k, v in module.state_dict().items()}

@@ -159,13 +159,15 @@ class Layer:
 # --- the printer -------------------------------------------------------------------------------
 
 
-def statement(head: str, expr: Expr, indent: str) -> List[str]:
-    """``head expr`` (``x = ``, ``return ``) as lines at ``indent``, split as ruff format
-    splits a call too long for one line."""
-    text = indent + head + expr.flat()
+def statement(head: str, expr: Expr, indent: str, tail: str = "") -> List[str]:
+    """``head expr tail`` (``x = ``, ``return ``; a trailing comma) as lines at ``indent``,
+    split as ruff format splits a call too long for one line."""
+    text = indent + head + expr.flat() + tail
     if len(text) <= WIDTH:
         return [text]
-    return _split(indent, head, expr)
+    lines = _split(indent, head, expr)
+    lines[-1] += tail
+    return lines
 
 
 def _split(indent: str, head: str, expr: Expr) -> List[str]:
@@ -195,9 +197,7 @@ def _split(indent: str, head: str, expr: Expr) -> List[str]:
         return [indent + head + opening, one, indent + closing]
     lines = [indent + head + opening]
     for p in parts:
-        body = statement("", p, inner)
-        body[-1] += ","
-        lines += body
+        lines += statement("", p, inner, ",")
     return lines + [indent + closing]
 
 

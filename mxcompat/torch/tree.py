@@ -276,8 +276,10 @@ class Printer:
             return False
         flow = call.inputs
         for child in children:
-            if child.inputs != flow or len(child.outputs) != 1 or child.kind == "class_multi":
+            if child.inputs != flow or len(child.outputs) != 1:
                 return False
+            if child.layer is not None and child.layer.prepare:
+                return False  # nn.Sequential would call the layer on its input as it is
             flow = child.outputs
         return flow == call.outputs and all(
             self._used_only_by(c.outputs[0], n) for c, n in zip(children, children[1:])

@@ -59,6 +59,7 @@ def test_convert_writes_model_ops_and_safetensors_weights(tmp_path):
     assert out.returncode == 0, out.stderr
     assert sorted(os.listdir(str(tmp_path / "out"))) == [
         "model.py",
+        "mxnet_names.json",
         "mxnet_ops.py",
         "weights.safetensors",
     ]

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import mxcompat
+from tests.support.torch_names import params_by_mxnet_name
 
 _SPEC = importlib.util.find_spec("torch")
 pytestmark = pytest.mark.skipif(
@@ -167,7 +168,7 @@ def test_gluon_layer_parameters_go_to_the_kernel_as_they_are(mode):
     for k, (g, e) in enumerate(zip(got, outs)):
         _close(g.detach().numpy(), e.asnumpy(), "output %d" % k, RTOL[mode])
     torch.autograd.backward(list(got), [torch.from_numpy(g) for g in head_grads])
-    torch_params = dict(module.named_parameters())
+    torch_params = params_by_mxnet_name(module)
     for param in net.collect_params().values():
         got_grad = torch_params[param.name].grad.numpy()
         _close(got_grad, param.grad().asnumpy(), param.name, RTOL[mode])
