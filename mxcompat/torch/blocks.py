@@ -7,7 +7,7 @@ node whose operator is a stock layer's as an attribute named after it."""
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Sequence
 
 from .nodes import LAYERS, Node
 from .tree import Block, Blocks, Graph, _attribute
@@ -15,7 +15,7 @@ from .tree import Block, Blocks, Graph, _attribute
 _OUTPUT = re.compile(r"_output\d*$")
 
 
-def gluon_blocks(block: Any, input_names: Sequence[str], graph: Graph) -> Optional[Blocks]:
+def gluon_blocks(block: Any, input_names: Sequence[str], graph: Graph) -> Blocks | None:
     """The tree of the Gluon ``block``, or None where its trace does not name the graph's nodes
     (a block called twice, a graph built otherwise)."""
     from ..convert._common import _mx
@@ -24,7 +24,7 @@ def gluon_blocks(block: Any, input_names: Sequence[str], graph: Graph) -> Option
     sequential = tuple(
         c for c in (getattr(mx.gluon.nn, n, None) for n in ("HybridSequential", "Sequential")) if c
     )
-    paths: Dict[int, str] = {}
+    paths: dict[int, str] = {}
 
     def build(b: Any, name: str, path: str) -> Block:
         paths[id(b)] = path
@@ -38,8 +38,8 @@ def gluon_blocks(block: Any, input_names: Sequence[str], graph: Graph) -> Option
         return node
 
     root = build(block, "", "")
-    params: Dict[str, Tuple[str, str]] = {}
-    blocks_in_order: List[Tuple[Any, str]] = []
+    params: dict[str, tuple[str, str]] = {}
+    blocks_in_order: list[tuple[Any, str]] = []
 
     def collect(b: Any, path: str) -> None:
         blocks_in_order.append((b, path))
@@ -53,12 +53,12 @@ def gluon_blocks(block: Any, input_names: Sequence[str], graph: Graph) -> Option
         for attr, param in getattr(b, "_reg_params", {}).items():
             params.setdefault(param.name, (path, attr))
 
-    owner: Dict[str, str] = {}
-    calls: Dict[int, int] = {}
+    owner: dict[str, str] = {}
+    calls: dict[int, int] = {}
     handles = []
 
-    def internals(symbols: Any) -> Set[str]:
-        found: Set[str] = set()
+    def internals(symbols: Any) -> set[str]:
+        found: set[str] = set()
         for s in symbols if isinstance(symbols, (list, tuple)) else [symbols]:
             if isinstance(s, mx.sym.Symbol):
                 found.update(_OUTPUT.sub("", n) for n in s.get_internals().list_outputs())
@@ -107,9 +107,9 @@ _SUFFIXES = (
 )
 
 
-def name_blocks(graph: Graph) -> Optional[Blocks]:
+def name_blocks(graph: Graph) -> Blocks | None:
     """The tree Gluon's name prefixes spell, or None where the names spell none."""
-    owners: Dict[str, Tuple[str, str]] = {}  # parameter -> (prefix, attribute)
+    owners: dict[str, tuple[str, str]] = {}  # parameter -> (prefix, attribute)
     for name in graph.shapes:
         suffix = next((s for s in _SUFFIXES if name.endswith("_" + s)), None)
         if suffix is None:
@@ -126,8 +126,8 @@ def name_blocks(graph: Graph) -> Optional[Blocks]:
     if all(len(ps) - strip < 2 for ps in parts.values()):
         return None  # no nesting: the flat module says as much
     root = Block("")
-    by_prefix: Dict[str, Block] = {}
-    blocks: Dict[str, Block] = {"": root}
+    by_prefix: dict[str, Block] = {}
+    blocks: dict[str, Block] = {"": root}
     for p in sorted(prefixes, key=lambda q: [int(t) if t.isdigit() else t for t in parts[q]]):
         comps = parts[p][strip:]
         path = ""
@@ -166,7 +166,7 @@ def flat_blocks(graph: Graph) -> Blocks:
 def _stock_leaves(graph: Graph, tree: Blocks) -> None:
     """A child of its own for each node a stock layer computes from parameters no other node
     reads (``self.conv0 = nn.Conv2d(...)``), where the node's block holds more than it."""
-    users: Dict[str, int] = {}
+    users: dict[str, int] = {}
     for node in graph.nodes:
         for j, _ in node["inputs"]:
             users[graph.nodes[j]["name"]] = users.get(graph.nodes[j]["name"], 0) + 1
@@ -179,7 +179,7 @@ def _stock_leaves(graph: Graph, tree: Blocks) -> None:
             index(c, p)
 
     index(tree.root, "")
-    own: Dict[str, List[str]] = {}
+    own: dict[str, list[str]] = {}
     for node in graph.nodes:
         if node["op"] != "null":
             own.setdefault(tree.owner.get(node["name"], ""), []).append(node["name"])

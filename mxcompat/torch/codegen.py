@@ -17,7 +17,7 @@ import re
 # The emitters register themselves in nodes.EMITTERS when their modules are imported.
 from ..convert.shared import LOSS_HEADS, node_attrs
 from . import layers, tensors  # noqa: F401
-from .nodes import EMITTERS, LAYERS, Node, Unsupported, _bool, _tuple
+from .nodes import EMITTERS, Node, Unsupported, _bool, _tuple
 
 PRELUDE = "import torch\nimport torch.nn.functional as F\n"
 

@@ -7,7 +7,7 @@ torch nor mxnet."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Sequence
 
 WIDTH = 88  # ruff format's default line length
 INDENT = "    "
@@ -49,10 +49,10 @@ class Call(Expr):
     """``fn(args..., key=value...)``: ``fn`` a dotted name (``F.conv2d``, ``mxops.pooling``)."""
 
     fn: str
-    args: Tuple[Any, ...] = ()
-    kwargs: Tuple[Tuple[str, Any], ...] = ()
+    args: tuple[Any, ...] = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()
 
-    def parts(self) -> List[str]:
+    def parts(self) -> list[str]:
         return [as_expr(a).flat() for a in self.args] + [
             "%s=%s" % (k, as_expr(v).flat()) for k, v in self.kwargs
         ]
@@ -67,8 +67,8 @@ class Method(Expr):
 
     obj: Expr
     name: str
-    args: Tuple[Any, ...] = ()
-    kwargs: Tuple[Tuple[str, Any], ...] = ()
+    args: tuple[Any, ...] = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()
 
     def flat(self) -> str:
         call = Call("", self.args, self.kwargs).flat()
@@ -80,7 +80,7 @@ class BinOp(Expr):
     """``a op b op c``."""
 
     op: str
-    operands: Tuple[Expr, ...]
+    operands: tuple[Expr, ...]
 
     def flat(self) -> str:
         return (" %s " % self.op).join(_operand(as_expr(o)) for o in self.operands)
@@ -143,13 +143,13 @@ class Layer:
     for the constructor arguments a shared class lifts out."""
 
     cls: str
-    args: Tuple[Any, ...] = ()
-    kwargs: Tuple[Tuple[str, Any], ...] = ()
-    params: Dict[str, int] = field(default_factory=dict)
-    buffers: Dict[str, int] = field(default_factory=dict)
-    inputs: Tuple[int, ...] = (0,)
-    names: Tuple[str, ...] = ()
-    prepare: Optional[str] = None
+    args: tuple[Any, ...] = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    params: dict[str, int] = field(default_factory=dict)
+    buffers: dict[str, int] = field(default_factory=dict)
+    inputs: tuple[int, ...] = (0,)
+    names: tuple[str, ...] = ()
+    prepare: str | None = None
     count: int = 1
 
     def constructor(self) -> Call:
@@ -159,7 +159,7 @@ class Layer:
 # --- the printer -------------------------------------------------------------------------------
 
 
-def statement(head: str, expr: Expr, indent: str, tail: str = "") -> List[str]:
+def statement(head: str, expr: Expr, indent: str, tail: str = "") -> list[str]:
     """``head expr tail`` (``x = ``, ``return ``; a trailing comma) as lines at ``indent``,
     split as ruff format splits a call too long for one line."""
     text = indent + head + expr.flat() + tail
@@ -170,7 +170,7 @@ def statement(head: str, expr: Expr, indent: str, tail: str = "") -> List[str]:
     return lines
 
 
-def _split(indent: str, head: str, expr: Expr) -> List[str]:
+def _split(indent: str, head: str, expr: Expr) -> list[str]:
     if isinstance(expr, Call):
         opening, parts, closing = expr.fn + "(", _parts(expr.args, expr.kwargs), ")"
     elif isinstance(expr, Method):
@@ -210,5 +210,5 @@ class _Keyword(Expr):
         return "%s=%s" % (self.key, self.value.flat())
 
 
-def _parts(args: Sequence[Any], kwargs: Sequence[Tuple[str, Any]]) -> List[Expr]:
+def _parts(args: Sequence[Any], kwargs: Sequence[tuple[str, Any]]) -> list[Expr]:
     return [as_expr(a) for a in args] + [_Keyword(k, as_expr(v)) for k, v in kwargs]

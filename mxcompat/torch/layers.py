@@ -6,7 +6,7 @@ expressions (and in ``runtime``): the guide's table lists each with its test."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any
 
 from .expr import BinOp, Call, Expr, Layer, Var, call, method
 from .nodes import Node, _bool, _emits, _float, _layer
@@ -14,12 +14,12 @@ from .nodes import Node, _bool, _emits, _float, _layer
 _CHANNELS_FIRST = (None, "NCW", "NCHW", "NCDHW")
 
 
-def _same(values: Tuple[Any, ...]) -> Any:
+def _same(values: tuple[Any, ...]) -> Any:
     """``(3, 3)`` as ``3``, as torchvision writes a square kernel."""
     return values[0] if values and all(v == values[0] for v in values) else values
 
 
-def _conv_checks(n: Node) -> Tuple[int, ...]:
+def _conv_checks(n: Node) -> tuple[int, ...]:
     kernel = n.tuple("kernel")
     if n.str("layout") not in _CHANNELS_FIRST:
         n.refuse("layout=%s (only channels-first)" % n.str("layout"))
@@ -55,7 +55,7 @@ def _no_bias(n: Node) -> bool:
 
 
 @_emits("Convolution", "Deconvolution")
-def _conv(n: Node) -> Tuple[Expr, int]:
+def _conv(n: Node) -> tuple[Expr, int]:
     dims = len(_conv_checks(n))
     options = _conv_options(n, dims)
     bias = Var("None") if _no_bias(n) else n.arg(2)
@@ -65,7 +65,7 @@ def _conv(n: Node) -> Tuple[Expr, int]:
 
 
 @_layer("Convolution", "Deconvolution")
-def _conv_layer(n: Node) -> Optional[Layer]:
+def _conv_layer(n: Node) -> Layer | None:
     kernel = _conv_checks(n)
     weight = n.shapes[1]
     if weight is None or (not _no_bias(n) and n.shapes[2] is None):
@@ -93,19 +93,19 @@ def _conv_layer(n: Node) -> Optional[Layer]:
 
 
 @_emits("FullyConnected")
-def _fc(n: Node) -> Tuple[Expr, int]:
+def _fc(n: Node) -> tuple[Expr, int]:
     bias = Var("None") if n.bool("no_bias") else n.arg(2)
     x = call("torch.flatten", n.args[0], 1) if n.bool("flatten", True) else n.args[0]
     return call("F.linear", x, n.args[1], bias), 1
 
 
 @_layer("FullyConnected")
-def _fc_layer(n: Node) -> Optional[Layer]:
+def _fc_layer(n: Node) -> Layer | None:
     weight = n.shapes[1]
     if weight is None or (not n.bool("no_bias") and n.shapes[2] is None):
         return None
     params = {"weight": 1}
-    options: Tuple[Tuple[str, Any], ...] = ()
+    options: tuple[tuple[str, Any], ...] = ()
     if n.bool("no_bias"):
         options = (("bias", False),)
     else:
@@ -135,7 +135,7 @@ def _bn_options(n: Node) -> dict:
 
 
 @_emits("BatchNorm")
-def _bn(n: Node) -> Tuple[Expr, int]:
+def _bn(n: Node) -> tuple[Expr, int]:
     options = _bn_options(n)
     for key, default in (("axis", 1), ("update_stats", True)):
         if options[key] == default:
@@ -150,13 +150,15 @@ _BN_DEFAULTS = dict(
 
 
 @_layer("BatchNorm")
-def _bn_layer(n: Node) -> Optional[Layer]:
+def _bn_layer(n: Node) -> Layer | None:
     if any(s is None for s in n.shapes[1:5]):
         return None
     options = {k: v for k, v in _bn_options(n).items() if v != _BN_DEFAULTS[k]}
+    gamma = n.shapes[1]
+    assert gamma is not None
     return Layer(
         "mxops.BatchNorm",
-        (n.shapes[1][0],),
+        (gamma[0],),
         tuple(options.items()),
         params={"weight": 1, "bias": 2},
         buffers={"running_mean": 3, "running_var": 4},
@@ -169,7 +171,7 @@ _ACTIVATION_LAYERS = {"relu": "nn.ReLU", "sigmoid": "nn.Sigmoid", "tanh": "nn.Ta
 
 
 @_emits("Activation")
-def _act(n: Node) -> Tuple[Expr, int]:
+def _act(n: Node) -> tuple[Expr, int]:
     act = n.str("act_type")
     if act in _ACTIVATIONS:
         return call(_ACTIVATIONS[act], n.args[0]), 1
@@ -180,13 +182,13 @@ def _act(n: Node) -> Tuple[Expr, int]:
 
 
 @_layer("Activation")
-def _act_layer(n: Node) -> Optional[Layer]:
+def _act_layer(n: Node) -> Layer | None:
     act = n.str("act_type")
     return Layer(_ACTIVATION_LAYERS[act]) if act in _ACTIVATION_LAYERS else None
 
 
 @_emits("LeakyReLU")
-def _leaky(n: Node) -> Tuple[Expr, int]:
+def _leaky(n: Node) -> tuple[Expr, int]:
     act = n.str("act_type", "leaky")
     if act not in ("leaky", "prelu", "elu", "selu", "gelu"):
         # rrelu draws a random slope per element in training.
@@ -196,7 +198,7 @@ def _leaky(n: Node) -> Tuple[Expr, int]:
 
 
 @_layer("LeakyReLU")
-def _leaky_layer(n: Node) -> Optional[Layer]:
+def _leaky_layer(n: Node) -> Layer | None:
     act = n.str("act_type", "leaky")
     slope = n.float("slope", 0.25)
     if act == "leaky":
@@ -212,7 +214,7 @@ def _leaky_layer(n: Node) -> Optional[Layer]:
     return None
 
 
-def _pool_checks(n: Node) -> Tuple[str, str]:
+def _pool_checks(n: Node) -> tuple[str, str]:
     pool_type = n.str("pool_type", "max")
     convention = n.str("pooling_convention", "valid")
     if pool_type not in ("max", "avg", "sum"):
@@ -225,7 +227,7 @@ def _pool_checks(n: Node) -> Tuple[str, str]:
 
 
 @_emits("Pooling")
-def _pool(n: Node) -> Tuple[Expr, int]:
+def _pool(n: Node) -> tuple[Expr, int]:
     pool_type, convention = _pool_checks(n)
     options = dict(
         stride=n.tuple("stride"),
@@ -238,7 +240,7 @@ def _pool(n: Node) -> Tuple[Expr, int]:
 
 
 @_layer("Pooling")
-def _pool_layer(n: Node) -> Optional[Layer]:
+def _pool_layer(n: Node) -> Layer | None:
     pool_type, convention = _pool_checks(n)
     kernel = n.tuple("kernel")
     if not 1 <= len(kernel) <= 3 or pool_type == "sum":
@@ -267,28 +269,28 @@ def _pool_layer(n: Node) -> Optional[Layer]:
 
 
 @_emits("Flatten", "flatten")
-def _flatten(n: Node) -> Tuple[Expr, int]:
+def _flatten(n: Node) -> tuple[Expr, int]:
     return call("mxops.flatten", n.args[0]), 1
 
 
 @_layer("Flatten", "flatten")
-def _flatten_layer(n: Node) -> Optional[Layer]:
+def _flatten_layer(n: Node) -> Layer | None:
     return Layer("nn.Flatten")
 
 
 @_emits("Concat", "concat")
-def _concat(n: Node) -> Tuple[Expr, int]:
+def _concat(n: Node) -> tuple[Expr, int]:
     return call("torch.cat", Var("[%s]" % ", ".join(a.flat() for a in n.args)), n.int("dim", 1)), 1
 
 
 @_emits("stack")
-def _stack(n: Node) -> Tuple[Expr, int]:
+def _stack(n: Node) -> tuple[Expr, int]:
     items = Var("[%s]" % ", ".join(a.flat() for a in n.args))
     return call("torch.stack", items, n.int("axis", 0)), 1
 
 
 @_emits("add_n", "ElementWiseSum")
-def _add_n(n: Node) -> Tuple[Expr, int]:
+def _add_n(n: Node) -> tuple[Expr, int]:
     return (BinOp("+", tuple(n.args)) if len(n.args) > 1 else n.args[0]), 1
 
 
@@ -299,33 +301,33 @@ def _dropout_checks(n: Node) -> str:
 
 
 @_emits("Dropout")
-def _dropout(n: Node) -> Tuple[Expr, int]:
+def _dropout(n: Node) -> tuple[Expr, int]:
     mode = _dropout_checks(n)
     training = Var("True" if mode == "always" else "self.training")
     return call("F.dropout", n.args[0], n.float("p", 0.5), training), 1
 
 
 @_layer("Dropout")
-def _dropout_layer(n: Node) -> Optional[Layer]:
+def _dropout_layer(n: Node) -> Layer | None:
     if _dropout_checks(n) == "always":
         return None
     return Layer("nn.Dropout", (n.float("p", 0.5),), names=("p",))
 
 
 @_emits("clip")
-def _clip(n: Node) -> Tuple[Expr, int]:
+def _clip(n: Node) -> tuple[Expr, int]:
     return call("torch.clamp", n.args[0], n.float("a_min"), n.float("a_max")), 1
 
 
 @_layer("clip")
-def _clip_layer(n: Node) -> Optional[Layer]:
+def _clip_layer(n: Node) -> Layer | None:
     if (n.float("a_min"), n.float("a_max")) == (0.0, 6.0):
         return Layer("nn.ReLU6")
     return None
 
 
 @_emits("SoftmaxOutput", "Softmax")
-def _softmax_output(n: Node) -> Tuple[Expr, int]:
+def _softmax_output(n: Node) -> tuple[Expr, int]:
     extra = []
     for key, conv, default in (
         ("multi_output", _bool, False),
@@ -344,7 +346,7 @@ def _softmax_output(n: Node) -> Tuple[Expr, int]:
 
 
 @_emits("LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput")
-def _regression(n: Node) -> Tuple[Expr, int]:
+def _regression(n: Node) -> tuple[Expr, int]:
     kind = {"Linear": "linear", "Logistic": "logistic", "MAE": "mae"}[
         n.op[: -len("RegressionOutput")]
     ]
@@ -355,7 +357,7 @@ def _regression(n: Node) -> Tuple[Expr, int]:
 
 
 @_emits("softmax", "log_softmax")
-def _softmax(n: Node) -> Tuple[Expr, int]:
+def _softmax(n: Node) -> tuple[Expr, int]:
     if n.bool("use_length"):
         n.refuse("use_length=True")
     x: Expr = n.args[0]
@@ -366,7 +368,7 @@ def _softmax(n: Node) -> Tuple[Expr, int]:
 
 
 @_emits("SoftmaxActivation")
-def _softmax_activation(n: Node) -> Tuple[Expr, int]:
+def _softmax_activation(n: Node) -> tuple[Expr, int]:
     x = n.args[0]
     if n.str("mode", "instance") == "channel":
         return call("torch.softmax", x, 1), 1
@@ -375,7 +377,7 @@ def _softmax_activation(n: Node) -> Tuple[Expr, int]:
 
 
 @_emits("Reshape", "reshape")
-def _reshape(n: Node) -> Tuple[Expr, int]:
+def _reshape(n: Node) -> tuple[Expr, int]:
     if n.tuple("target_shape") and not n.tuple("shape"):
         n.refuse("target_shape (deprecated; shape=)")
     options = {"reverse": True} if n.bool("reverse") else {}
@@ -383,7 +385,7 @@ def _reshape(n: Node) -> Tuple[Expr, int]:
 
 
 @_emits("transpose")
-def _transpose(n: Node) -> Tuple[Expr, int]:
+def _transpose(n: Node) -> tuple[Expr, int]:
     axes = n.tuple("axes")
     x = n.args[0]
     if not axes:
@@ -392,17 +394,17 @@ def _transpose(n: Node) -> Tuple[Expr, int]:
 
 
 @_emits("SwapAxis", "swapaxes")
-def _swapaxes(n: Node) -> Tuple[Expr, int]:
+def _swapaxes(n: Node) -> tuple[Expr, int]:
     return method(n.args[0], "transpose", n.int("dim1", 0), n.int("dim2", 0)), 1
 
 
 @_emits("expand_dims")
-def _expand_dims(n: Node) -> Tuple[Expr, int]:
+def _expand_dims(n: Node) -> tuple[Expr, int]:
     return method(n.args[0], "unsqueeze", n.int("axis")), 1
 
 
 @_emits("squeeze")
-def _squeeze(n: Node) -> Tuple[Expr, int]:
+def _squeeze(n: Node) -> tuple[Expr, int]:
     axes = n.tuple("axis", None)
     if not axes:
         return method(n.args[0], "squeeze"), 1
@@ -417,14 +419,14 @@ def _transposed(x: Expr, last_two: bool) -> Expr:
 
 
 @_emits("batch_dot")
-def _batch_dot(n: Node) -> Tuple[Expr, int]:
+def _batch_dot(n: Node) -> tuple[Expr, int]:
     a = _transposed(n.args[0], True) if n.bool("transpose_a") else n.args[0]
     b = _transposed(n.args[1], True) if n.bool("transpose_b") else n.args[1]
     return call("torch.matmul", a, b), 1
 
 
 @_emits("dot")
-def _dot(n: Node) -> Tuple[Expr, int]:
+def _dot(n: Node) -> tuple[Expr, int]:
     # MXNet's dot contracts a's last axis with b's first.
     a = _transposed(n.args[0], False) if n.bool("transpose_a") else n.args[0]
     b = _transposed(n.args[1], False) if n.bool("transpose_b") else n.args[1]
@@ -437,14 +439,14 @@ def _ln_checks(n: Node) -> None:
 
 
 @_emits("LayerNorm")
-def _layer_norm(n: Node) -> Tuple[Expr, int]:
+def _layer_norm(n: Node) -> tuple[Expr, int]:
     _ln_checks(n)
     axis, eps = n.int("axis", -1), n.float("eps", 1e-5)
     return call("mxops.layer_norm", *n.args[:3], axis=axis, eps=eps), 1
 
 
 @_layer("LayerNorm")
-def _layer_norm_layer(n: Node) -> Optional[Layer]:
+def _layer_norm_layer(n: Node) -> Layer | None:
     _ln_checks(n)
     if n.int("axis", -1) != -1 or n.shapes[1] is None or n.shapes[2] is None:
         return None
@@ -459,25 +461,25 @@ def _layer_norm_layer(n: Node) -> Optional[Layer]:
 
 
 @_emits("L2Normalization")
-def _l2(n: Node) -> Tuple[Expr, int]:
+def _l2(n: Node) -> tuple[Expr, int]:
     mode, eps = n.str("mode", "instance"), n.float("eps", 1e-10)
     return call("mxops.l2_normalization", n.args[0], mode, eps), 1
 
 
 @_emits("SliceChannel", "split")
-def _split(n: Node) -> Tuple[Expr, int]:
+def _split(n: Node) -> tuple[Expr, int]:
     count = n.int("num_outputs")
     x, axis, squeeze = n.args[0], n.int("axis", 1), n.bool("squeeze_axis")
     return call("mxops.split", x, count, axis, squeeze), count
 
 
 @_emits("slice_axis")
-def _slice_axis(n: Node) -> Tuple[Expr, int]:
+def _slice_axis(n: Node) -> tuple[Expr, int]:
     return call("mxops.slice_axis", n.args[0], n.int("axis"), n.int("begin"), n.int("end")), 1
 
 
 @_emits("slice", "crop")
-def _slice(n: Node) -> Tuple[Expr, int]:
+def _slice(n: Node) -> tuple[Expr, int]:
     begin, end = n.tuple("begin"), n.tuple("end")
     step = n.tuple("step") or (None,) * len(begin)
     if any(s is not None and s <= 0 for s in step):
@@ -493,17 +495,17 @@ def _slice(n: Node) -> Tuple[Expr, int]:
 
 
 @_emits("where")
-def _where(n: Node) -> Tuple[Expr, int]:
+def _where(n: Node) -> tuple[Expr, int]:
     return call("mxops.where", *n.args[:3]), 1
 
 
 @_emits("Embedding")
-def _embedding(n: Node) -> Tuple[Expr, int]:
+def _embedding(n: Node) -> tuple[Expr, int]:
     return call("F.embedding", method(n.args[0], "long"), n.args[1]), 1
 
 
 @_layer("Embedding")
-def _embedding_layer(n: Node) -> Optional[Layer]:
+def _embedding_layer(n: Node) -> Layer | None:
     weight = n.shapes[1]
     if weight is None:
         return None
@@ -516,13 +518,13 @@ def _embedding_layer(n: Node) -> Optional[Layer]:
 
 
 @_emits("_rnn_param_concat")
-def _rnn_param_concat(n: Node) -> Tuple[Expr, int]:
+def _rnn_param_concat(n: Node) -> tuple[Expr, int]:
     flat = ", ".join(method(a, "reshape", -1).flat() for a in n.args)
     return call("torch.cat", Var("[%s]" % flat), 0), 1
 
 
 @_emits("RNN")
-def _rnn(n: Node) -> Tuple[Expr, int]:
+def _rnn(n: Node) -> tuple[Expr, int]:
     mode = n.str("mode")
     if mode not in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
         n.refuse("mode=%s" % mode)

@@ -6,7 +6,8 @@ mxnet."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+import builtins
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 from .expr import Expr, Layer, Var
 
@@ -57,34 +58,34 @@ class Node:
         self,
         op: str,
         name: str,
-        attrs: Dict[str, Any],
+        attrs: dict[str, Any],
         args: Sequence[Expr],
-        shapes: Sequence[Optional[Tuple[int, ...]]] = (),
+        shapes: Sequence[builtins.tuple[int, ...] | None] = (),
     ):
         self.op, self.name, self.attrs, self.args = op, name, attrs, list(args)
         # Each input's shape where it is a parameter or a state (the layers' sizes), else None.
         self.shapes = list(shapes) + [None] * (len(self.args) - len(shapes))
 
-    def tuple(self, key: str, default: Any = ()) -> Any:
+    def tuple(self, key: builtins.str, default: Any = ()) -> Any:
         return _tuple(self.attrs.get(key), default)
 
-    def bool(self, key: str, default: bool = False) -> bool:
+    def bool(self, key: builtins.str, default: builtins.bool = False) -> builtins.bool:
         return _bool(self.attrs.get(key), default)
 
-    def float(self, key: str, default: Any = None) -> Any:
+    def float(self, key: builtins.str, default: Any = None) -> Any:
         return _float(self.attrs.get(key), default)
 
-    def int(self, key: str, default: Any = None) -> Any:
+    def int(self, key: builtins.str, default: Any = None) -> Any:
         return _int(self.attrs.get(key), default)
 
-    def str(self, key: str, default: Any = None) -> Any:
+    def str(self, key: builtins.str, default: Any = None) -> Any:
         value = self.attrs.get(key)
         return default if value is None or value == "None" else value
 
-    def refuse(self, detail: str) -> None:
+    def refuse(self, detail: builtins.str) -> None:
         raise Unsupported(self.op, self.name, detail)
 
-    def arg(self, i: int) -> Expr:
+    def arg(self, i: builtins.int) -> Expr:
         return self.args[i] if i < len(self.args) else Var("None")
 
 
@@ -92,12 +93,12 @@ class Node:
 
 Emitter = Callable[[Node], Tuple[Expr, int]]
 LayerEmitter = Callable[[Node], Optional[Layer]]
-EMITTERS: Dict[str, Emitter] = {}  # a functional expression and its number of outputs
-LAYERS: Dict[str, LayerEmitter] = {}  # a stock layer, or None where this node's attributes
+EMITTERS: dict[str, Emitter] = {}  # a functional expression and its number of outputs
+LAYERS: dict[str, LayerEmitter] = {}  # a stock layer, or None where this node's attributes
 # are not the layer's
 
 
-def _register(table: Dict[str, Any], ops: Sequence[str], fn: Any) -> None:
+def _register(table: dict[str, Any], ops: Sequence[str], fn: Any) -> None:
     for op in ops:
         if op in table:
             raise RuntimeError("a second emitter for %r (%s)" % (op, fn.__qualname__))
@@ -120,7 +121,7 @@ def _layer(*ops: str) -> Callable[[LayerEmitter], LayerEmitter]:
     return register
 
 
-def emit_each(table: Dict[str, Emitter], ops: Dict[str, Any], make: Callable[..., Emitter]) -> None:
+def emit_each(table: dict[str, Emitter], ops: dict[str, Any], make: Callable[..., Emitter]) -> None:
     """Register ``make(value)`` for each ``op: value`` (the tables of like operators)."""
     for op, value in ops.items():
         _register(table, [op], make(value))

@@ -102,7 +102,6 @@ class Embedding(nn.Embedding):
         return super().forward(x.long())
 
 
-
 def fully_connected(x, weight, bias, flatten):
     # flatten=True (MXNet's default) collapses every axis after the first, whatever the rank;
     # PyTorch's Linear always works on the last axis (MXNet's flatten=False).

@@ -208,7 +208,7 @@ emit_each(
 )
 
 
-def _scalar(form: Tuple[str, bool]) -> Emitter:
+def _scalar(form: tuple[str, bool]) -> Emitter:
     """``form``: the operator or function, and whether the scalar comes first."""
     sym, scalar_first = form
 

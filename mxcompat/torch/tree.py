@@ -15,7 +15,7 @@ import heapq
 import keyword
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Tuple
 
 from .expr import Call, Expr, Layer, Lit, Var, literal, statement
 from .nodes import EMITTERS, LAYERS, Node, Unsupported
@@ -44,9 +44,9 @@ class Block:
     unknown), whether it is a ``HybridSequential``, its children in order."""
 
     name: str
-    cls: Optional[str] = None
+    cls: str | None = None
     sequential: bool = False
-    children: List["Block"] = field(default_factory=list)
+    children: list[Block] = field(default_factory=list)
     path: str = ""
 
 
@@ -56,22 +56,22 @@ class Blocks:
     and each parameter (``params``: MXNet name -> (path, attribute name))."""
 
     root: Block
-    owner: Dict[str, str]
-    params: Dict[str, Tuple[str, str]]
+    owner: dict[str, str]
+    params: dict[str, tuple[str, str]]
 
 
 @dataclass
 class Graph:
     """The symbol graph as codegen reads it, with the arrays' shapes and which are states."""
 
-    nodes: List[dict]
-    heads: List[Entry]
-    shapes: Dict[str, Tuple[int, ...]]  # every parameter's and auxiliary state's
-    aux: Set[str]
-    frozen: Set[str]
-    frozen_stats: Set[str]
-    rnn_pieces: Dict[int, List[str]] = field(default_factory=dict)
-    skipped: Set[int] = field(default_factory=set)
+    nodes: list[dict]
+    heads: list[Entry]
+    shapes: dict[str, tuple[int, ...]]  # every parameter's and auxiliary state's
+    aux: set[str]
+    frozen: set[str]
+    frozen_stats: set[str]
+    rnn_pieces: dict[int, list[str]] = field(default_factory=dict)
+    skipped: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -83,12 +83,12 @@ class Written:
     source: str
     record_source: str
     root: str
-    inputs: List[str]
-    labels: List[str]
-    mxnet_names: Dict[str, str]
-    layer_nodes: Dict[str, str]
-    node_paths: Dict[str, str]
-    imports: Set[str]
+    inputs: list[str]
+    labels: list[str]
+    mxnet_names: dict[str, str]
+    layer_nodes: dict[str, str]
+    node_paths: dict[str, str]
+    imports: set[str]
 
 
 # --- the calls: each block's nodes, inputs and outputs -------------------------------------------
@@ -97,19 +97,19 @@ class Written:
 @dataclass
 class _Call:
     block: Block
-    nodes: List[int]  # op nodes of its subtree
-    own: List[int]  # op nodes of its own
-    inputs: List[Entry]
-    outputs: List[Entry]
-    params: Dict[str, str]  # its own: attribute name -> MXNet name
-    buffers: Dict[str, str]
-    layer: Optional[Layer] = None
+    nodes: list[int]  # op nodes of its subtree
+    own: list[int]  # op nodes of its own
+    inputs: list[Entry]
+    outputs: list[Entry]
+    params: dict[str, str]  # its own: attribute name -> MXNet name
+    buffers: dict[str, str]
+    layer: Layer | None = None
     kind: str = "class"  # or "layer", "sequential"
     cls: str = ""
-    args: Tuple[Any, ...] = ()  # its class's constructor arguments
+    args: tuple[Any, ...] = ()  # its class's constructor arguments
 
 
-def _walk(block: Block, path: str = "") -> List[Block]:
+def _walk(block: Block, path: str = "") -> list[Block]:
     block.path = path
     found = [block]
     for child in block.children:
@@ -128,7 +128,7 @@ class Printer:
         self.g, self.blocks, self.root_name, self.doc = graph, blocks, root, doc
         self.nodes = graph.nodes
         self.param_names = set(graph.shapes)
-        self.users: Dict[int, Set[int]] = {}
+        self.users: dict[int, set[int]] = {}
         for i, node in enumerate(self.nodes):
             for j, _ in node["inputs"]:
                 self.users.setdefault(j, set()).add(i)
@@ -139,14 +139,14 @@ class Printer:
         for node in self.nodes:
             if node["op"] in LOSS_HEADS and len(node["inputs"]) > 1:
                 self.label_nodes.add(node["inputs"][1][0])
-        self.imports: Set[str] = set()
+        self.imports: set[str] = set()
 
     # --- which node is whose ---
 
-    def calls(self) -> List[_Call]:
+    def calls(self) -> list[_Call]:
         blocks = _walk(self.blocks.root)
         by_path = {b.path: b for b in blocks}
-        owner: Dict[int, str] = {}
+        owner: dict[int, str] = {}
         for i, node in enumerate(self.nodes):
             if node["op"] != "null" and i not in self.g.skipped:
                 path = self.blocks.owner.get(node["name"], "")
@@ -161,12 +161,13 @@ class Printer:
             calls.append(self._call(block, owner, param_owner))
         return calls
 
-    def _call(self, block: Block, owner: Dict[int, str], param_owner: dict) -> _Call:
+    def _call(self, block: Block, owner: dict[int, str], param_owner: dict) -> _Call:
         path = block.path
         mine = [i for i in sorted(owner) if _inside(owner[i], path)]
         inside = set(mine)
         own = [i for i in mine if owner[i] == path]
-        params, buffers = {}, {}
+        params: dict[str, str] = {}
+        buffers: dict[str, str] = {}
         for name, (where, attr) in param_owner.items():
             if where == path:
                 base, k = attr, 1
@@ -174,7 +175,7 @@ class Printer:
                     k += 1
                     attr = "%s_%d" % (base, k)
                 (buffers if name in self.g.aux else params)[attr] = name
-        inputs: List[Entry] = []
+        inputs: list[Entry] = []
         for i in mine:
             for entry in self._inputs(i):
                 j = entry[0]
@@ -202,18 +203,18 @@ class Printer:
             self._check_convex(path, inside, inputs)
         return _Call(block, mine, own, inputs, outputs, params, buffers)
 
-    def _inputs(self, i: int) -> List[Entry]:
+    def _inputs(self, i: int) -> list[Entry]:
         node = self.nodes[i]
         if i in self.g.rnn_pieces:
             return [e for k, e in enumerate(node["inputs"]) if k != 1]
-        return [tuple(e) for e in node["inputs"]]  # type: ignore[misc]
+        return [tuple(e) for e in node["inputs"]]
 
-    def _outputs_of(self, i: int) -> List[Entry]:
+    def _outputs_of(self, i: int) -> list[Entry]:
         return [e for e in self.head_set if e[0] == i]
 
-    def _check_convex(self, path: str, inside: Set[int], inputs: List[Entry]) -> None:
+    def _check_convex(self, path: str, inside: set[int], inputs: list[Entry]) -> None:
         # An input computed from the block's own output: the block is not one call.
-        seen: Set[int] = set()
+        seen: set[int] = set()
         stack = [j for j, _ in inputs]
         while stack:
             j = stack.pop()
@@ -226,7 +227,7 @@ class Printer:
 
     # --- the kinds: stock layer, sequential, class ---
 
-    def classify(self, calls: List[_Call]) -> Dict[str, _Call]:
+    def classify(self, calls: list[_Call]) -> dict[str, _Call]:
         by_path = {c.block.path: c for c in calls}
         for call in reversed(calls):  # children first
             used = [c for c in call.block.children if by_path[c.path].nodes]
@@ -241,7 +242,7 @@ class Printer:
                 call.kind = "sequential"
         return by_path
 
-    def _as_layer(self, call: _Call) -> Optional[Layer]:
+    def _as_layer(self, call: _Call) -> Layer | None:
         if call.block.children or len(call.own) != 1 or len(call.outputs) != 1:
             return None
         i = call.own[0]
@@ -268,7 +269,7 @@ class Printer:
         call.buffers = {n: self.nodes[j]["name"] for n, (j, _) in buffers.items()}
         return layer
 
-    def _is_chain(self, call: _Call, by_path: Dict[str, _Call]) -> bool:
+    def _is_chain(self, call: _Call, by_path: dict[str, _Call]) -> bool:
         children = [by_path[c.path] for c in call.block.children]
         if call.own or not children or len(call.inputs) != 1 or len(call.outputs) != 1:
             return False
@@ -292,13 +293,13 @@ class Printer:
 
     # --- one node as an emitter sees it ---
 
-    def _node(self, i: int, names: Dict[Entry, Expr], attrs_of: Optional[dict] = None) -> Node:
+    def _node(self, i: int, names: dict[Entry, Expr], attrs_of: dict | None = None) -> Node:
         node = self.nodes[i]
-        args: List[Expr] = []
+        args: list[Expr] = []
         shapes = []
         for entry in node["inputs"]:
             entry = tuple(entry)
-            args.append(names.get(entry, Var("None")))  # type: ignore[arg-type]
+            args.append(names.get(entry, Var("None")))
             source = self.nodes[entry[0]]
             shapes.append(self.g.shapes.get(source["name"]) if source["op"] == "null" else None)
         attrs = dict(node["attrs"])
@@ -312,9 +313,9 @@ class Printer:
 
 @dataclass
 class _Stmt:
-    outputs: List[Entry]
+    outputs: list[Entry]
     expr: Expr
-    node: Optional[str]  # the MXNet node whose output(s) this is (an own node)
+    node: str | None  # the MXNet node whose output(s) this is (an own node)
     count: int = 1
     first: int = 0
     base: str = ""  # what to call its value where ``x`` is taken
@@ -352,14 +353,14 @@ class _Body:
     """The forward of one class: statements in order, each value named (``x`` where the value
     it held is no longer needed, as torchvision reuses ``x``)."""
 
-    def __init__(self, printer: Printer, call: _Call, by_path: Dict[str, _Call]):
+    def __init__(self, printer: Printer, call: _Call, by_path: dict[str, _Call]):
         self.p, self.call, self.by_path = printer, call, by_path
         self.nodes = printer.nodes
 
-    def statements(self) -> Tuple[List[str], List[_Stmt], Dict[Entry, Expr]]:
+    def statements(self) -> tuple[list[str], list[_Stmt], dict[Entry, Expr]]:
         """(forward's argument names, statements, each value's expression)."""
         call, nodes = self.call, self.nodes
-        names: Dict[Entry, Expr] = {}
+        names: dict[Entry, Expr] = {}
         attr_of = {v: k for k, v in list(call.params.items()) + list(call.buffers.items())}
         for i in range(len(nodes)):
             node = nodes[i]
@@ -367,14 +368,16 @@ class _Body:
                 names[(i, 0)] = Var("self." + attr_of[node["name"]])
         if call.block.path:
             args = ["x"] if len(call.inputs) == 1 else ["x%d" % k for k in range(len(call.inputs))]
-            labels: List[str] = []
+            labels: list[str] = []
         else:
             args, labels = [], []
             for i, node in enumerate(nodes):
                 if node["op"] == "null" and node["name"] not in self.p.param_names:
                     var = _attribute(node["name"])
                     if var != re.sub(r"\W", "_", node["name"]):
-                        raise Unsupported("null", node["name"], "an input whose name is not a Python name")
+                        raise Unsupported(
+                            "null", node["name"], "an input whose name is not a Python name"
+                        )
                     (labels if i in self.p.label_nodes else args).append(var)
             self.labels = labels
         if call.block.path:
@@ -393,28 +396,31 @@ class _Body:
                 if node["op"] == "null" and node["name"] not in self.p.param_names:
                     names[(i, 0)] = Var(_attribute(node["name"]))
         items = self._items()
-        stmts: List[_Stmt] = []
+        stmts: list[_Stmt] = []
         for kind, item in items:
             if kind == "node":
-                stmts.append(self._own(item, names))  # type: ignore[arg-type]
+                stmts.append(self._own(item, names))
             else:
-                stmts.append(self._child(item, names))  # type: ignore[arg-type]
+                stmts.append(self._child(item, names))
             self._name(stmts, names)
         return args + ["%s=None" % n for n in labels], stmts, names
 
-    def _items(self) -> List[Tuple[str, Any]]:
+    def _items(self) -> list[tuple[str, Any]]:
         """Own nodes and children's calls in an order that computes each before its use."""
         call = self.call
-        child_of: Dict[int, _Call] = {}
+        child_of: dict[int, _Call] = {}
         for child in call.block.children:
             c = self.by_path[child.path]
             for i in c.nodes:
                 child_of[i] = c
-        keys: Dict[Any, int] = {}
-        deps: Dict[Any, Set[Any]] = {}
+        keys: dict[Any, int] = {}
+        deps: dict[Any, set[Any]] = {}
         for i in call.nodes:
-            item = ("child", child_of[i].block.path) if i in child_of else ("node", i)
+            item: tuple[str, Any] = (
+                ("child", child_of[i].block.path) if i in child_of else ("node", i)
+            )
             keys[item] = min(keys.get(item, i), i)
+            dep: tuple[str, Any]
             for j, _ in self.p._inputs(i):
                 if j in child_of and j != i:
                     dep = ("child", child_of[j].block.path)
@@ -438,11 +444,9 @@ class _Body:
                         heapq.heappush(ready, (keys[other], other))
         if len(order) != len(keys):
             raise NotATree("%s: its children's calls cannot be ordered" % call.block.path)
-        return [
-            (kind, self.by_path[ref] if kind == "child" else ref) for kind, ref in order
-        ]
+        return [(kind, self.by_path[ref] if kind == "child" else ref) for kind, ref in order]
 
-    def _own(self, i: int, names: Dict[Entry, Expr]) -> _Stmt:
+    def _own(self, i: int, names: dict[Entry, Expr]) -> _Stmt:
         node = self.nodes[i]
         emitter = EMITTERS.get(node["op"])
         if emitter is None:
@@ -462,8 +466,8 @@ class _Body:
                 return (i, 0)
         raise KeyError(name)
 
-    def _child(self, child: _Call, names: Dict[Entry, Expr]) -> _Stmt:
-        args: List[Expr] = [names[e] for e in child.inputs]
+    def _child(self, child: _Call, names: dict[Entry, Expr]) -> _Stmt:
+        args: list[Expr] = [names[e] for e in child.inputs]
         if child.kind == "layer" and child.layer is not None and child.layer.prepare:
             x = args[0].flat()
             args = [Var(child.layer.prepare.replace("x", x, 1))]
@@ -473,7 +477,7 @@ class _Body:
         base = _attribute(name) if name.isidentifier() else "x%s" % re.sub(r"\W", "_", name)
         return _Stmt(list(child.outputs), expr, None, len(child.outputs), min(child.nodes), base)
 
-    def _name(self, stmts: List[_Stmt], names: Dict[Entry, Expr]) -> None:
+    def _name(self, stmts: list[_Stmt], names: dict[Entry, Expr]) -> None:
         """Name the last statement's outputs: placeholders, fixed once liveness is known."""
         stmt = stmts[-1]
         var = Var("__v%d" % len(stmts))
@@ -485,7 +489,7 @@ class _Body:
         stmt.target = var.text  # type: ignore[attr-defined]
 
 
-def _subst(expr: Any, mapping: Dict[str, str]) -> Any:
+def _subst(expr: Any, mapping: dict[str, str]) -> Any:
     """``expr`` with each placeholder name replaced."""
     from .expr import BinOp, Index, Method
 
@@ -516,7 +520,7 @@ def _subst(expr: Any, mapping: Dict[str, str]) -> Any:
 _PLACEHOLDER = re.compile(r"__v\d+")
 
 
-def _used(expr: Expr) -> Set[str]:
+def _used(expr: Expr) -> set[str]:
     return set(_PLACEHOLDER.findall(expr.flat()))
 
 
@@ -525,15 +529,15 @@ class _Class:
     """One instance's class: constructor statements (attribute, expression), forward lines."""
 
     call: _Call
-    init: List[Tuple[str, Expr]]
-    after: List[str]  # lines after the attributes (a stock layer's frozen parameter)
-    forward: List[str]
-    record: List[str]
-    record_nodes: Dict[int, str]
+    init: list[tuple[str, Expr]]
+    after: list[str]  # lines after the attributes (a stock layer's frozen parameter)
+    forward: list[str]
+    record: list[str]
+    record_nodes: dict[int, str]
     height: int
 
 
-def _leaves(expr: Any, hint: str, out: List[Tuple[str, Any]]) -> Any:
+def _leaves(expr: Any, hint: str, out: list[tuple[str, Any]]) -> Any:
     """``expr`` with every literal replaced by a marker, its (hint, value) appended to out."""
     if isinstance(expr, Lit) or not isinstance(expr, Expr):
         value = expr.value if isinstance(expr, Lit) else expr
@@ -549,7 +553,7 @@ def _leaves(expr: Any, hint: str, out: List[Tuple[str, Any]]) -> Any:
     return expr
 
 
-def _fill(expr: Any, values: List[Any]) -> Any:
+def _fill(expr: Any, values: list[Any]) -> Any:
     """The inverse of ``_leaves``: each marker replaced by the next value (an ``Expr``)."""
     if isinstance(expr, Var) and expr.text == "\x00":
         return values.pop(0)
@@ -560,7 +564,7 @@ def _fill(expr: Any, values: List[Any]) -> Any:
     return expr
 
 
-_ARG_HINTS: Dict[str, Tuple[str, ...]] = {}  # class name -> its constructor's argument names
+_ARG_HINTS: dict[str, tuple[str, ...]] = {}  # class name -> its constructor's argument names
 
 
 def _class_name(block: Block) -> str:
@@ -576,14 +580,14 @@ def write(graph: Graph, blocks: Blocks, root: str, doc: str) -> Written:
     p = Printer(graph, blocks, root, doc)
     calls = p.calls()
     by_path = p.classify(calls)
-    heights: Dict[str, int] = {}
+    heights: dict[str, int] = {}
     for call in reversed(calls):  # children before parents
         kids = [by_path[c.path] for c in call.block.children]
         heights[call.block.path] = 1 + max((heights[c.block.path] for c in kids), default=0)
     _ARG_HINTS.clear()
-    ctor: Dict[str, Expr] = {}
-    classes: List[Tuple[str, List[str], _Class]] = []  # (name, arguments, template)
-    every: List[_Class] = []
+    ctor: dict[str, Expr] = {}
+    classes: list[tuple[str, list[str], _Class]] = []  # (name, arguments, template)
+    every: list[_Class] = []
     taken = {root}
     for height in range(1, max(heights.values()) + 1):
         level = [c for c in calls if heights[c.block.path] == height]
@@ -611,16 +615,18 @@ def write(graph: Graph, blocks: Blocks, root: str, doc: str) -> Written:
 
 
 def _template(
-    p: Printer, call: _Call, by_path: Dict[str, _Call], ctor: Dict[str, Expr], height: int
+    p: Printer, call: _Call, by_path: dict[str, _Call], ctor: dict[str, Expr], height: int
 ) -> _Class:
     body = _Body(p, call, by_path)
     args, stmts, names = body.statements()
-    returns = [names[e] for e in call.outputs] if call.block.path else [
-        names[tuple(e)] for e in p.g.heads  # type: ignore[index]
-    ]
+    returns = (
+        [names[e] for e in call.outputs]
+        if call.block.path
+        else [names[(e[0], e[1])] for e in p.g.heads]
+    )
     # Drop what nothing uses (an RNN's parameter concatenation), then name each value.
     while True:
-        wanted: Set[str] = set()
+        wanted: set[str] = set()
         for r in returns:
             wanted |= _used(r)
         for s in stmts:
@@ -629,18 +635,20 @@ def _template(
         if not dead:
             break
         stmts = [s for s in stmts if s not in dead]
-    last: Dict[str, int] = {}
+    last: dict[str, int] = {}
     for k, s in enumerate(stmts):
         for v in _used(s.expr):
             last[v] = k
     for r in returns:
         for v in _used(r):
             last[v] = len(stmts)
-    for k, a in enumerate(args):
+    for a in args:
         last.setdefault(a.split("=")[0], -1)
-    holder: Dict[str, str] = {a.split("=")[0]: a.split("=")[0] for a in args}  # name -> value
-    mapping: Dict[str, str] = {}
-    live_until: Dict[str, int] = {a.split("=")[0]: _last_use(a.split("=")[0], stmts, returns) for a in args}
+    holder: dict[str, str] = {a.split("=")[0]: a.split("=")[0] for a in args}  # name -> value
+    mapping: dict[str, str] = {}
+    live_until: dict[str, int] = {
+        a.split("=")[0]: _last_use(a.split("=")[0], stmts, returns) for a in args
+    }
     for k, s in enumerate(stmts):
         target = s.target  # type: ignore[attr-defined]
         free = [n for n, v in holder.items() if live_until.get(v, -1) <= k]
@@ -673,8 +681,8 @@ def _template(
         ret = ["        return " + ", ".join(r.flat() for r in result)]
     lines += ret
     record += ret
-    init: List[Tuple[str, Expr]] = []
-    after: List[str] = []
+    init: list[tuple[str, Expr]] = []
+    after: list[str] = []
     for child in call.block.children:
         init.append((child.name, ctor[child.path]))
         c = by_path[child.path]
@@ -701,7 +709,7 @@ def _sequential_root(call: _Call, expr: Expr, height: int) -> _Class:
     return _Class(call, [("", Call("super().__init__", expr.args))], [], [], [], {}, height)
 
 
-def _last_use(name: str, stmts: List[_Stmt], returns: List[Expr]) -> int:
+def _last_use(name: str, stmts: list[_Stmt], returns: list[Expr]) -> int:
     pattern = re.compile(r"\b%s\b" % re.escape(name))
     last = -1
     for k, s in enumerate(stmts):
@@ -713,16 +721,21 @@ def _last_use(name: str, stmts: List[_Stmt], returns: List[Expr]) -> int:
 
 
 def _group(
-    templates: List[_Class], taken: Set[str], root: str
-) -> List[Tuple[str, List[str], List[Tuple[_Class, List[Expr]]]]]:
+    templates: list[_Class], taken: set[str], root: str
+) -> list[tuple[str, list[str], list[tuple[_Class, list[Any]]]]]:
     """The classes of one height: instances of one Gluon class with the same structure share a
     class, whose constructor takes what differs between them."""
-    groups: Dict[Any, List[Tuple[_Class, List[Tuple[str, Any]]]]] = {}
+    groups: dict[Any, list[tuple[_Class, list[tuple[str, Any]]]]] = {}
     for t in templates:
-        leaves: List[Tuple[str, Any]] = []
+        leaves: list[tuple[str, Any]] = []
         shape = [(attr, _leaves(e, attr, leaves).flat()) for attr, e in t.init]
-        key = (_class_name(t.call.block) if t.call.block.path else root, repr(shape),
-               tuple(t.after), tuple(t.forward), tuple(h for h, _ in leaves))
+        key = (
+            _class_name(t.call.block) if t.call.block.path else root,
+            repr(shape),
+            tuple(t.after),
+            tuple(t.forward),
+            tuple(h for h, _ in leaves),
+        )
         groups.setdefault(key, []).append((t, leaves))
     ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
     result = []
@@ -738,9 +751,9 @@ def _group(
         taken.add(name)
         columns = list(zip(*[[v for _, v in leaves] for _, leaves in members]))
         hints = [h for h, _ in members[0][1]]
-        arguments: List[str] = []
-        by_column: Dict[Any, str] = {}
-        position_value: List[Expr] = []
+        arguments: list[str] = []
+        by_column: dict[Any, str] = {}
+        position_value: list[Expr] = []
         for k, column in enumerate(columns):
             if len(set(map(repr, column))) == 1:
                 position_value.append(Lit(column[0]))
@@ -768,7 +781,7 @@ def _group(
     return result
 
 
-def _arg_name(hint: str, taken: List[str]) -> str:
+def _arg_name(hint: str, taken: list[str]) -> str:
     base = re.sub(r"\W", "_", hint) or "arg"
     if base[0].isdigit() or keyword.iskeyword(base) or base in ("self",) + PRELUDE_NAMES:
         base = "arg_" + base
@@ -781,9 +794,9 @@ def _arg_name(hint: str, taken: List[str]) -> str:
 
 def _emit(
     p: Printer,
-    calls: List[_Call],
-    classes: List[Tuple[str, List[str], _Class]],
-    every: List[_Class],
+    calls: list[_Call],
+    classes: list[tuple[str, list[str], _Class]],
+    every: list[_Class],
 ) -> Written:
     source, record = [], []
     for name, arguments, t in classes:
@@ -820,7 +833,8 @@ def _emit(
     for t in every:
         record_nodes[t.call.block.path] = t.record_nodes
     del by_path
-    inputs, labels = [], []
+    inputs: list[str] = []
+    labels: list[str] = []
     for i, node in enumerate(p.nodes):
         if node["op"] == "null" and node["name"] not in p.param_names:
             (labels if i in p.label_nodes else inputs).append(_attribute(node["name"]))

@@ -143,7 +143,9 @@ def _by_node(names, expected):
         mine = []
         while position < len(expected):
             out_name = expected[position][0]
-            theirs = following and len(following) > len(name) and out_name.startswith(following + "_")
+            theirs = (
+                following and len(following) > len(name) and out_name.startswith(following + "_")
+            )
             if not out_name.startswith(name + "_") or theirs:
                 break
             mine.append(expected[position])

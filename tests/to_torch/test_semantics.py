@@ -339,7 +339,9 @@ def test_verify_names_the_first_diverging_node(monkeypatch):
     # A mapping broken on purpose: tanh as sigmoid.
     from mxcompat.torch.expr import call
 
-    monkeypatch.setitem(codegen.LAYERS, "Activation", lambda n: None)
+    from mxcompat.torch.nodes import LAYERS
+
+    monkeypatch.setitem(LAYERS, "Activation", lambda n: None)
     monkeypatch.setitem(
         codegen.EMITTERS,
         "Activation",
