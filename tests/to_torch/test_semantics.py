@@ -338,7 +338,6 @@ def test_verify_names_the_first_diverging_node(monkeypatch):
     mxcompat.to_torch((sym, {}, {}), shapes)  # the right mapping passes
     # A mapping broken on purpose: tanh as sigmoid.
     from mxcompat.torch.expr import call
-
     from mxcompat.torch.nodes import LAYERS
 
     monkeypatch.setitem(LAYERS, "Activation", lambda n: None)
