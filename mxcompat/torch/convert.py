@@ -13,7 +13,7 @@ import sys
 from ..convert._common import _check_flag, _fail, _mx, _names
 from ..convert.model import model_graph
 from ..convert.shared import known_shapes, shape_list
-from . import codegen, tree
+from . import classes, codegen, tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def _build(graph, blocks=None, root="MXNetModel"):
         if found is None:
             continue
         try:
-            return tree.write(graph, found, root if found is not blocks else root, doc)
+            return classes.write(graph, found, root if found is not blocks else root, doc)
         except tree.NotATree:
             continue
         except codegen.Unsupported as exc:

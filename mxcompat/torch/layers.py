@@ -356,83 +356,6 @@ def _regression(n: Node) -> tuple[Expr, int]:
     return call("mxops.regression_output", n.args[0], n.arg(1), kind, **options), 1
 
 
-@_emits("softmax", "log_softmax")
-def _softmax(n: Node) -> tuple[Expr, int]:
-    if n.bool("use_length"):
-        n.refuse("use_length=True")
-    x: Expr = n.args[0]
-    t = n.float("temperature")
-    if t is not None and t != 1.0:
-        x = BinOp("/", (x, Var(repr(t))))
-    return call("torch.%s" % n.op, x, n.int("axis", -1)), 1
-
-
-@_emits("SoftmaxActivation")
-def _softmax_activation(n: Node) -> tuple[Expr, int]:
-    x = n.args[0]
-    if n.str("mode", "instance") == "channel":
-        return call("torch.softmax", x, 1), 1
-    flat = call("torch.softmax", call("torch.flatten", x, 1), 1)
-    return method(flat, "reshape", Var(x.flat() + ".shape")), 1
-
-
-@_emits("Reshape", "reshape")
-def _reshape(n: Node) -> tuple[Expr, int]:
-    if n.tuple("target_shape") and not n.tuple("shape"):
-        n.refuse("target_shape (deprecated; shape=)")
-    options = {"reverse": True} if n.bool("reverse") else {}
-    return call("mxops.reshape", n.args[0], n.tuple("shape"), **options), 1
-
-
-@_emits("transpose")
-def _transpose(n: Node) -> tuple[Expr, int]:
-    axes = n.tuple("axes")
-    x = n.args[0]
-    if not axes:
-        return method(x, "permute", Var("*reversed(range(%s.dim()))" % x.flat())), 1
-    return method(x, "permute", *axes), 1
-
-
-@_emits("SwapAxis", "swapaxes")
-def _swapaxes(n: Node) -> tuple[Expr, int]:
-    return method(n.args[0], "transpose", n.int("dim1", 0), n.int("dim2", 0)), 1
-
-
-@_emits("expand_dims")
-def _expand_dims(n: Node) -> tuple[Expr, int]:
-    return method(n.args[0], "unsqueeze", n.int("axis")), 1
-
-
-@_emits("squeeze")
-def _squeeze(n: Node) -> tuple[Expr, int]:
-    axes = n.tuple("axis", None)
-    if not axes:
-        return method(n.args[0], "squeeze"), 1
-    return method(n.args[0], "squeeze", tuple(axes)), 1
-
-
-def _transposed(x: Expr, last_two: bool) -> Expr:
-    if last_two:
-        return method(x, "transpose", -1, -2)
-    # MXNet's dot with transpose_* reverses every axis.
-    return method(x, "permute", Var("*reversed(range(%s.dim()))" % x.flat()))
-
-
-@_emits("batch_dot")
-def _batch_dot(n: Node) -> tuple[Expr, int]:
-    a = _transposed(n.args[0], True) if n.bool("transpose_a") else n.args[0]
-    b = _transposed(n.args[1], True) if n.bool("transpose_b") else n.args[1]
-    return call("torch.matmul", a, b), 1
-
-
-@_emits("dot")
-def _dot(n: Node) -> tuple[Expr, int]:
-    # MXNet's dot contracts a's last axis with b's first.
-    a = _transposed(n.args[0], False) if n.bool("transpose_a") else n.args[0]
-    b = _transposed(n.args[1], False) if n.bool("transpose_b") else n.args[1]
-    return call("torch.tensordot", a, b, 1), 1
-
-
 def _ln_checks(n: Node) -> None:
     if n.bool("output_mean_var"):
         n.refuse("output_mean_var=True")
@@ -464,39 +387,6 @@ def _layer_norm_layer(n: Node) -> Layer | None:
 def _l2(n: Node) -> tuple[Expr, int]:
     mode, eps = n.str("mode", "instance"), n.float("eps", 1e-10)
     return call("mxops.l2_normalization", n.args[0], mode, eps), 1
-
-
-@_emits("SliceChannel", "split")
-def _split(n: Node) -> tuple[Expr, int]:
-    count = n.int("num_outputs")
-    x, axis, squeeze = n.args[0], n.int("axis", 1), n.bool("squeeze_axis")
-    return call("mxops.split", x, count, axis, squeeze), count
-
-
-@_emits("slice_axis")
-def _slice_axis(n: Node) -> tuple[Expr, int]:
-    return call("mxops.slice_axis", n.args[0], n.int("axis"), n.int("begin"), n.int("end")), 1
-
-
-@_emits("slice", "crop")
-def _slice(n: Node) -> tuple[Expr, int]:
-    begin, end = n.tuple("begin"), n.tuple("end")
-    step = n.tuple("step") or (None,) * len(begin)
-    if any(s is not None and s <= 0 for s in step):
-        n.refuse("step=%s (a step <= 0)" % (step,))
-
-    def part(b: Any, e: Any, s: Any) -> str:
-        text = "%s:%s" % ("" if b is None else b, "" if e is None else e)
-        return text + ("" if s in (None, 1) else ":%d" % s)
-
-    from .expr import Index
-
-    return Index(n.args[0], ", ".join(part(*p) for p in zip(begin, end, step))), 1
-
-
-@_emits("where")
-def _where(n: Node) -> tuple[Expr, int]:
-    return call("mxops.where", *n.args[:3]), 1
 
 
 @_emits("Embedding")

@@ -71,9 +71,9 @@ def test_resnet18_is_torchvisions_shape(tmp_path):
     assert [hasattr(b, "downsample") for b in blocks] == [False, False] + [True, False] * 3
     assert isinstance(module.output, torch.nn.Linear)
     # state_dict keys follow the tree; mxnet_names maps them to MXNet's.
-    assert module.mxnet_names["features.0.weight"] == "resnetv10_conv0_weight"
+    assert module.mxnet_names["features.0.weight"] == net.prefix + "conv0_weight"
     assert module.mxnet_names["features.4.0.body.1.running_var"] == (
-        "resnetv10_stage1_batchnorm0_running_var"
+        net.prefix + "stage1_batchnorm0_running_var"
     )
     # The everyday idioms: a new head, a frozen backbone.
     module.output = torch.nn.Linear(512, 3)
@@ -149,7 +149,7 @@ def test_resnet18_checkpoint_rebuilds_the_tree_from_its_names(tmp_path):
     module = mxcompat.to_torch((prefix, 0), [x.shape])
     names = dict(module.named_children())
     assert "stage1" in names and "conv0" in names, list(names)
-    assert module.mxnet_names["stage1.conv0.weight"] == "resnetv10_stage1_conv0_weight"
+    assert module.mxnet_names["stage1.conv0.weight"] == net.prefix + "stage1_conv0_weight"
     import torch
 
     with torch.no_grad():
