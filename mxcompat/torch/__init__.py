@@ -1,10 +1,14 @@
-"""Leaving MXNet for PyTorch: ``to_torch`` (a model as a ``torch.nn.Module`` whose code has one
-line per MXNet node, with MXNet's semantics) and ``to_torch_optimizer`` (MXNet's update rules
-as a ``torch.optim.Optimizer``).  torch is imported at the first call only.
+"""Leaving MXNet for PyTorch: ``to_torch`` (a model as a ``torch.nn.Module`` whose code mirrors
+the model: the Gluon block tree as modules, stock layers, MXNet's semantics) and
+``to_torch_optimizer`` (MXNet's update rules as a ``torch.optim.Optimizer``).  torch is imported
+at the first call only.
 
-Layout: ``codegen`` (the symbol graph as source; no torch) with its emitters ``nodes`` (the
-node and its attributes), ``layers`` and ``tensors`` (one per operator), ``runtime`` (MXNet's
-operators in torch, what the generated code calls), ``convert`` (``to_torch``),
+Layout: ``codegen`` (the symbol graph read; no torch) with the emitters, ``nodes`` (the node
+and its attributes, the registries), ``layers`` and ``tensors`` (one per operator: a call in
+``expr``'s structure, or a stock layer); the printer: ``blocks`` (which block computes each
+node), ``tree`` (each block's call), ``body`` (a class's forward), ``classes`` (the classes,
+shared between like blocks) and ``expr`` (the structure and its layout); ``runtime`` (MXNet's
+operators in torch, what the written code calls as ``mxops``), ``convert`` (``to_torch``),
 ``from_checkpoint`` (a checkpoint's files to a module without MXNet, and the verification in
 another interpreter), ``verify`` (node by node against MXNet), ``optim``
 (``to_torch_optimizer``), ``optim_rules`` (MXNet's update rules and schedulers in torch only,

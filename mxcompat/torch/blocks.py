@@ -10,7 +10,7 @@ import re
 from typing import Any, Sequence
 
 from .nodes import LAYERS, Node
-from .tree import Block, Blocks, Graph, _attribute
+from .tree import Block, Blocks, Graph, _attribute, _walk
 
 _OUTPUT = re.compile(r"_output\d*$")
 
@@ -24,38 +24,29 @@ def gluon_blocks(block: Any, input_names: Sequence[str], graph: Graph) -> Blocks
     sequential = tuple(
         c for c in (getattr(mx.gluon.nn, n, None) for n in ("HybridSequential", "Sequential")) if c
     )
+    # One walk: the tree, each parameter's block (a parameter shared with a child, as Gluon's
+    # RNN layers share theirs with their unfused cells: the outermost block's) and the hooks.
     paths: dict[int, str] = {}
-
-    def build(b: Any, name: str, path: str) -> Block:
-        paths[id(b)] = path
-        node = Block(name, type(b).__name__, isinstance(b, sequential))
-        for child_name, child in getattr(b, "_children", {}).items():
-            child = child() if callable(child) and not hasattr(child, "forward") else child
-            child_path = "%s.%s" % (path, child_name) if path else child_name
-            if id(child) in paths:
-                return node  # one block twice in the tree: not a tree
-            node.children.append(build(child, child_name, child_path))
-        return node
-
-    root = build(block, "", "")
     params: dict[str, tuple[str, str]] = {}
-    blocks_in_order: list[tuple[Any, str]] = []
+    handles = []
 
-    def collect(b: Any, path: str) -> None:
-        blocks_in_order.append((b, path))
-        for child_name, child in getattr(b, "_children", {}).items():
-            child = child() if callable(child) and not hasattr(child, "forward") else child
-            collect(child, "%s.%s" % (path, child_name) if path else child_name)
-
-    collect(block, "")
-    for b, path in blocks_in_order:
-        # A parameter shared with a child: the block that registered it first, the outermost.
-        for attr, param in getattr(b, "_reg_params", {}).items():
+    def walk(b: Any, name: str, path: str) -> Block | None:
+        if id(b) in paths:
+            return None  # one block twice in the tree: not a tree
+        paths[id(b)] = path
+        handles.append(b.register_forward_hook(after))
+        for attr, param in b._reg_params.items():
             params.setdefault(param.name, (path, attr))
+        node = Block(name, type(b).__name__, isinstance(b, sequential))
+        for child_name, child in b._children.items():
+            found = walk(child, child_name, "%s.%s" % (path, child_name) if path else child_name)
+            if found is None:
+                return None
+            node.children.append(found)
+        return node
 
     owner: dict[str, str] = {}
     calls: dict[int, int] = {}
-    handles = []
 
     def internals(symbols: Any) -> set[str]:
         found: set[str] = set()
@@ -68,19 +59,13 @@ def gluon_blocks(block: Any, input_names: Sequence[str], graph: Graph) -> Blocks
 
     def after(b: Any, args: Any, out: Any) -> None:
         calls[id(b)] = calls.get(id(b), 0) + 1
-        path = paths.get(id(b))
-        if path is None:
-            return
         for name in internals(out) - internals(args):
-            owner.setdefault(name, path)
-
-    def visit(b: Any) -> None:
-        handles.append(b.register_forward_hook(after))
-        for child in getattr(b, "_children", {}).values():
-            visit(child() if callable(child) and not hasattr(child, "forward") else child)
+            owner.setdefault(name, paths[id(b)])
 
     try:
-        visit(block)
+        root = walk(block, "", "")
+        if root is None:
+            return None
         block(*[mx.sym.var(n) for n in input_names])
     except Exception:  # a block that cannot be traced this way: the names' tree instead
         return None
@@ -170,15 +155,7 @@ def _stock_leaves(graph: Graph, tree: Blocks) -> None:
     for node in graph.nodes:
         for j, _ in node["inputs"]:
             users[graph.nodes[j]["name"]] = users.get(graph.nodes[j]["name"], 0) + 1
-    blocks = {"": tree.root}
-
-    def index(b: Block, path: str) -> None:
-        for c in b.children:
-            p = "%s.%s" % (path, c.name) if path else c.name
-            blocks[p] = c
-            index(c, p)
-
-    index(tree.root, "")
+    blocks = {b.path: b for b in _walk(tree.root)}
     own: dict[str, list[str]] = {}
     for node in graph.nodes:
         if node["op"] != "null":
@@ -197,10 +174,8 @@ def _stock_leaves(graph: Graph, tree: Blocks) -> None:
             continue
         if any(tree.params.get(p, ("", ""))[0] != path for p in params):
             continue
-        attrs = dict(node["attrs"])
-        attrs["__frozen_stats__"] = graph.frozen_stats
         try:
-            layer = make(Node(node["op"], node["name"], attrs, [], shapes))
+            layer = make(Node(node["op"], node["name"], graph.attrs(node), [], shapes))
         except Exception:
             layer = None
         if layer is None:

@@ -10,11 +10,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .expr import Call, Expr, Lit, Var, literal
+from .expr import BinOp, Call, Expr, Index, Lit, Method, Var, literal
 from .nodes import EMITTERS, Unsupported
-from .tree import NotATree, Printer, _attribute, _Call
-
-Entry = tuple  # (node index, output index)
+from .tree import Entry, NotATree, Printer, _attribute, _Call
 
 # --- the module of one block: statements, names, forward ------------------------------------------
 
@@ -27,6 +25,7 @@ class _Stmt:
     count: int = 1
     first: int = 0
     base: str = ""  # what to call its value where ``x`` is taken
+    target: str = ""  # its placeholder name, until the values are named
 
 
 _STEMS = {
@@ -65,11 +64,13 @@ class _Body:
             node = nodes[i]
             if node["op"] == "null" and node["name"] in attr_of:
                 names[(i, 0)] = Var("self." + attr_of[node["name"]])
+        labels: list[str] = []
         if call.block.path:
             args = ["x"] if len(call.inputs) == 1 else ["x%d" % k for k in range(len(call.inputs))]
-            labels: list[str] = []
+            for entry, arg in zip(call.inputs, args):
+                names[entry] = Var(arg)
         else:
-            args, labels = [], []
+            args = []
             for i, node in enumerate(nodes):
                 if node["op"] == "null" and node["name"] not in self.p.param_names:
                     var = _attribute(node["name"])
@@ -78,10 +79,7 @@ class _Body:
                             "null", node["name"], "an input whose name is not a Python name"
                         )
                     (labels if i in self.p.label_nodes else args).append(var)
-            self.labels = labels
-        if call.block.path:
-            for entry, arg in zip(call.inputs, args):
-                names[entry] = Var(arg)
+                    names[(i, 0)] = Var(var)
         for i in call.own:
             for j, _ in self.nodes[i]["inputs"]:
                 source = self.nodes[j]
@@ -90,10 +88,6 @@ class _Body:
                         i in self.p.g.rnn_pieces and j == self.nodes[i]["inputs"][1][0]
                     ):
                         raise NotATree("%s reads a child's parameter" % call.block.path)
-        if not call.block.path:
-            for i, node in enumerate(nodes):
-                if node["op"] == "null" and node["name"] not in self.p.param_names:
-                    names[(i, 0)] = Var(_attribute(node["name"]))
         items = self._items()
         stmts: list[_Stmt] = []
         for kind, item in items:
@@ -152,24 +146,17 @@ class _Body:
             raise Unsupported(node["op"], node["name"])
         n = self.p._node(i, names)
         if i in self.p.g.rnn_pieces:
-            pieces = [names.get(self._var(p)) for p in self.p.g.rnn_pieces[i]]
+            pieces = [names.get((self.p.variables[p], 0)) for p in self.p.g.rnn_pieces[i]]
             if any(e is None for e in pieces):
                 raise NotATree("%s reads another block's parameters" % node["name"])
             n.args[1] = Lit([e for e in pieces if e is not None])
         expr, count = emitter(n)
         return _Stmt([(i, k) for k in range(count)], expr, node["name"], count, i)
 
-    def _var(self, name: str) -> Entry:
-        for i, node in enumerate(self.nodes):
-            if node["op"] == "null" and node["name"] == name:
-                return (i, 0)
-        raise KeyError(name)
-
     def _child(self, child: _Call, names: dict[Entry, Expr]) -> _Stmt:
         args: list[Expr] = [names[e] for e in child.inputs]
-        if child.kind == "layer" and child.layer is not None and child.layer.prepare:
-            x = args[0].flat()
-            args = [Var(child.layer.prepare.replace("x", x, 1))]
+        if child.kind == "layer" and child.layer is not None and child.layer.flatten:
+            args = [Call("torch.flatten", (args[0], 1))]
         name = child.block.name
         fn = "self." + name if name.isidentifier() else "getattr(self, %s)" % literal(name)
         expr = Call(fn, tuple(args))
@@ -185,13 +172,11 @@ class _Body:
         else:
             for k, entry in enumerate(stmt.outputs):
                 names[entry] = Var("%s[%d]" % (var.text, k))
-        stmt.target = var.text  # type: ignore[attr-defined]
+        stmt.target = var.text
 
 
 def _subst(expr: Any, mapping: dict[str, str]) -> Any:
     """``expr`` with each placeholder name replaced."""
-    from .expr import BinOp, Index, Method
-
     if not isinstance(expr, Expr):
         return expr
     if isinstance(expr, Var):

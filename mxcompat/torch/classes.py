@@ -34,21 +34,22 @@ class _Class:
     forward: list[str]
     record: list[str]
     record_nodes: dict[int, str]
-    height: int
 
 
-def _leaves(expr: Any, hint: str, out: list[tuple[str, Any]]) -> Any:
-    """``expr`` with every literal replaced by a marker, its (hint, value) appended to out."""
+def _leaves(expr: Any, hint: str, out: list[tuple[str, Any]], hints: Hints) -> Any:
+    """``expr`` with every literal replaced by a marker, its (hint, value) appended to out;
+    ``hints``: the names of each class's positional arguments."""
     if isinstance(expr, Lit) or not isinstance(expr, Expr):
         value = expr.value if isinstance(expr, Lit) else expr
         out.append((hint, value))
         return Var("\x00")
     if isinstance(expr, Call):
-        hints = _ARG_HINTS.get(expr.fn, ())
+        names = hints.get(expr.fn, ())
         args = tuple(
-            _leaves(a, hints[k] if k < len(hints) else hint, out) for k, a in enumerate(expr.args)
+            _leaves(a, names[k] if k < len(names) else hint, out, hints)
+            for k, a in enumerate(expr.args)
         )
-        kwargs = tuple((k, _leaves(v, k, out)) for k, v in expr.kwargs)
+        kwargs = tuple((k, _leaves(v, k, out, hints)) for k, v in expr.kwargs)
         return Call(expr.fn, args, kwargs)
     return expr
 
@@ -64,7 +65,7 @@ def _fill(expr: Any, values: list[Any]) -> Any:
     return expr
 
 
-_ARG_HINTS: dict[str, tuple[str, ...]] = {}  # class name -> its constructor's argument names
+Hints = dict  # class name -> its constructor's positional arguments' names
 
 
 def _class_name(block: Block) -> str:
@@ -84,7 +85,7 @@ def write(graph: Graph, blocks: Blocks, root: str, doc: str) -> Written:
     for call in reversed(calls):  # children before parents
         kids = [by_path[c.path] for c in call.block.children]
         heights[call.block.path] = 1 + max((heights[c.block.path] for c in kids), default=0)
-    _ARG_HINTS.clear()
+    hints: Hints = {}
     ctor: dict[str, Expr] = {}
     classes: list[tuple[str, list[str], _Class]] = []  # (name, arguments, template)
     every: list[_Class] = []
@@ -96,27 +97,23 @@ def write(graph: Graph, blocks: Blocks, root: str, doc: str) -> Written:
             path = call.block.path
             kids = [by_path[c.path] for c in call.block.children]
             if call.kind == "layer" and call.layer is not None:
-                p.imports.add(call.layer.cls.split(".")[0])
                 ctor[path] = call.layer.constructor()
-                _ARG_HINTS[call.layer.cls] = call.layer.names
+                hints[call.layer.cls] = call.layer.names
             elif call.kind == "sequential":
-                p.imports.add("nn")
                 ctor[path] = Call("nn.Sequential", tuple(ctor[c.block.path] for c in kids))
                 if not path:
-                    classes.append((root, [], _sequential_root(call, ctor[path], height)))
+                    classes.append((root, [], _sequential_root(call, ctor[path])))
             elif call.nodes or not path:
-                templates.append(_template(p, call, by_path, ctor, height))
+                templates.append(_template(p, call, by_path, ctor))
         every += templates
-        for name, arguments, members in _group(templates, taken, root):
+        for name, arguments, members in _group(templates, taken, root, hints):
             classes.append((name, arguments, members[0][0]))
             for template, values in members:
                 ctor[template.call.block.path] = Call(name, tuple(values))
     return _emit(p, calls, classes, every)
 
 
-def _template(
-    p: Printer, call: _Call, by_path: dict[str, _Call], ctor: dict[str, Expr], height: int
-) -> _Class:
+def _template(p: Printer, call: _Call, by_path: dict[str, _Call], ctor: dict[str, Expr]) -> _Class:
     body = _Body(p, call, by_path)
     args, stmts, names = body.statements()
     returns = (
@@ -131,7 +128,7 @@ def _template(
             wanted |= _used(r)
         for s in stmts:
             wanted |= _used(s.expr)
-        dead = [s for s in stmts if s.target not in wanted]  # type: ignore[attr-defined]
+        dead = [s for s in stmts if s.target not in wanted]
         if not dead:
             break
         stmts = [s for s in stmts if s not in dead]
@@ -142,15 +139,13 @@ def _template(
     for r in returns:
         for v in _used(r):
             last[v] = len(stmts)
-    for a in args:
-        last.setdefault(a.split("=")[0], -1)
     holder: dict[str, str] = {a.split("=")[0]: a.split("=")[0] for a in args}  # name -> value
     mapping: dict[str, str] = {}
     live_until: dict[str, int] = {
         a.split("=")[0]: _last_use(a.split("=")[0], stmts, returns) for a in args
     }
     for k, s in enumerate(stmts):
-        target = s.target  # type: ignore[attr-defined]
+        target = s.target
         free = [n for n, v in holder.items() if live_until.get(v, -1) <= k]
         if "x" not in holder or "x" in free:
             name = "x"
@@ -168,12 +163,12 @@ def _template(
     record_nodes = {}
     for k, s in enumerate(stmts):
         expr = _subst(s.expr, mapping)
-        text = statement(mapping[s.target] + " = ", expr, "        ")  # type: ignore[attr-defined]
+        text = statement(mapping[s.target] + " = ", expr, "        ")
         lines += text
         record += text
         if s.node:
             record_nodes[k] = s.node
-            record.append("        _rec(self, %d, %s)" % (k, mapping[s.target]))  # type: ignore[attr-defined]
+            record.append("        _rec(self, %d, %s)" % (k, mapping[s.target]))
     result = [_subst(r, mapping) for r in returns]
     if len(result) == 1:
         ret = statement("return ", result[0], "        ")
@@ -194,19 +189,17 @@ def _template(
         shape = Lit(tuple(p.g.shapes[mx_name]))
         options = (("requires_grad", False),) if mx_name in p.g.frozen else ()
         init.append((attr, Call("nn.Parameter", (Call("torch.empty", (shape,)),), options)))
-        p.imports.update(("nn", "torch"))
     for attr, mx_name in call.buffers.items():
         shape = Lit(tuple(p.g.shapes[mx_name]))
         after.append(
             "self.register_buffer(%s, torch.empty(%s))" % (literal(attr), literal(shape.value))
         )
-        p.imports.add("torch")
-    return _Class(call, init, after, lines, record, record_nodes, height)
+    return _Class(call, init, after, lines, record, record_nodes)
 
 
-def _sequential_root(call: _Call, expr: Expr, height: int) -> _Class:
+def _sequential_root(call: _Call, expr: Expr) -> _Class:
     assert isinstance(expr, Call)
-    return _Class(call, [("", Call("super().__init__", expr.args))], [], [], [], {}, height)
+    return _Class(call, [("", Call("super().__init__", expr.args))], [], [], [], {})
 
 
 def _last_use(name: str, stmts: list[_Stmt], returns: list[Expr]) -> int:
@@ -221,14 +214,14 @@ def _last_use(name: str, stmts: list[_Stmt], returns: list[Expr]) -> int:
 
 
 def _group(
-    templates: list[_Class], taken: set[str], root: str
+    templates: list[_Class], taken: set[str], root: str, hints: Hints
 ) -> list[tuple[str, list[str], list[tuple[_Class, list[Any]]]]]:
     """The classes of one height: instances of one Gluon class with the same structure share a
     class, whose constructor takes what differs between them."""
     groups: dict[Any, list[tuple[_Class, list[tuple[str, Any]]]]] = {}
     for t in templates:
         leaves: list[tuple[str, Any]] = []
-        shape = [(attr, _leaves(e, attr, leaves).flat()) for attr, e in t.init]
+        shape = [(attr, _leaves(e, attr, leaves, hints).flat()) for attr, e in t.init]
         key = (
             _class_name(t.call.block) if t.call.block.path else root,
             repr(shape),
@@ -250,7 +243,7 @@ def _group(
             name = "%s%d" % (name, i)
         taken.add(name)
         columns = list(zip(*[[v for _, v in leaves] for _, leaves in members]))
-        hints = [h for h, _ in members[0][1]]
+        leaf_hints = [h for h, _ in members[0][1]]
         arguments: list[str] = []
         by_column: dict[Any, str] = {}
         position_value: list[Expr] = []
@@ -260,15 +253,15 @@ def _group(
                 continue
             ref = tuple(map(repr, column))
             if ref not in by_column:
-                arg = _arg_name(hints[k], arguments)
+                arg = _arg_name(leaf_hints[k], arguments)
                 by_column[ref] = arg
                 arguments.append(arg)
             position_value.append(Var(by_column[ref]))
         template = members[0][0]
         # The class's constructor, the lifted values by name.
         values = list(position_value)
-        template.init = [(a, _fill(_leaves(e, a, []), values)) for a, e in template.init]
-        _ARG_HINTS[name] = tuple(arguments)
+        template.init = [(a, _fill(_leaves(e, a, [], hints), values)) for a, e in template.init]
+        hints[name] = tuple(arguments)
         per_instance = []
         for t, leaves in members:
             own = {}
@@ -319,9 +312,7 @@ def _emit(
         block = head + init
         source.append("\n".join(block + ([""] + t.forward if t.forward else [])))
         record.append("\n".join(block + ([""] + t.record if t.record else [])))
-    p.imports.add("nn")
-    mxnet_names, layer_nodes, node_paths, record_nodes = {}, {}, {}, {}
-    by_path = {c.block.path: c for c in calls}
+    mxnet_names, layer_nodes, node_paths = {}, {}, {}
     for call in calls:
         path = call.block.path
         for attr, mx_name in list(call.params.items()) + list(call.buffers.items()):
@@ -330,15 +321,13 @@ def _emit(
             layer_nodes[path] = p.nodes[call.own[0]]["name"]
         for i in call.own:
             node_paths[p.nodes[i]["name"]] = path
-    for t in every:
-        record_nodes[t.call.block.path] = t.record_nodes
-    del by_path
+    record_nodes = {t.call.block.path: t.record_nodes for t in every}
     inputs: list[str] = []
     labels: list[str] = []
     for i, node in enumerate(p.nodes):
         if node["op"] == "null" and node["name"] not in p.param_names:
             (labels if i in p.label_nodes else inputs).append(_attribute(node["name"]))
-    written = Written(
+    return Written(
         "\n\n\n".join(source) + "\n",
         "\n\n\n".join(record) + "\n",
         p.root_name,
@@ -347,7 +336,5 @@ def _emit(
         mxnet_names,
         layer_nodes,
         node_paths,
-        p.imports,
+        record_nodes,
     )
-    written.record_nodes = record_nodes  # type: ignore[attr-defined]
-    return written

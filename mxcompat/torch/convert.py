@@ -14,6 +14,7 @@ from ..convert._common import _check_flag, _fail, _mx, _names
 from ..convert.model import model_graph
 from ..convert.shared import known_shapes, shape_list
 from . import classes, codegen, tree
+from .nodes import Unsupported
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,18 +128,21 @@ def _build(graph, blocks=None, root="MXNetModel"):
     else one flat module."""
     from .blocks import flat_blocks, name_blocks
 
+    def trees():
+        if blocks is not None:
+            yield blocks
+        yield name_blocks(graph)  # None where the names spell no tree
+        yield flat_blocks(graph)
+
     doc = "Converted from MXNet by mxcompat.to_torch."
-    candidates = [blocks] if blocks is not None else []
-    candidates += [lambda: name_blocks(graph), lambda: flat_blocks(graph)]
-    for make in candidates:
-        found = make() if callable(make) else make
+    for found in trees():
         if found is None:
             continue
         try:
-            return classes.write(graph, found, root if found is not blocks else root, doc)
+            return classes.write(graph, found, root, doc)
         except tree.NotATree:
             continue
-        except codegen.Unsupported as exc:
+        except Unsupported as exc:
             raise _fail(
                 WHERE,
                 codegen.unsupported_message(exc.op, [exc.node], exc.detail),
@@ -263,12 +267,6 @@ def _block_inputs(block, inputs):
     return inputs or ["data"]
 
 
-def generated_source(symbol, params, frozen=()):
-    """The ``tree.Written`` of ``symbol`` with ``params`` (the CLI's model.py)."""
-    aux = set(symbol.list_auxiliary_states())
-    return _build(_graph(symbol.tojson(), aux, params, set(frozen)))
-
-
 def record(module, written, feed):
     """{MXNet node name: output(s)} of one forward of ``module`` (its mode as it is): the
     same classes, written to record each node's output, on ``module``'s state."""
@@ -284,6 +282,7 @@ def record(module, written, feed):
     filename = "<mxcompat.to_torch record %d>" % next(_counter)
     namespace = _compile(written.record_source, filename, {"_rec": _rec})
     twin = namespace[written.root]()
+    # The module's own tensors (assign): a training forward moves its statistics.
     twin.load_state_dict(module.state_dict(), assign=True)
     twin.train(module.training)
     handles = []
@@ -299,8 +298,6 @@ def record(module, written, feed):
     finally:
         for h in handles:
             h.remove()
-    if module.training:  # the statistics the twin moved are the module's
-        module.load_state_dict(twin.state_dict())
     return rec
 
 

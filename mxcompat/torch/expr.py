@@ -138,8 +138,8 @@ def literal(value: Any) -> str:
 class Layer:
     """A stock layer: ``cls(args..., key=value...)`` (``nn.Conv2d``, ``mxops.BatchNorm``) whose
     parameters and buffers are the node's inputs at ``params``/``buffers`` ({torch name:
-    position}), called on the inputs at ``inputs``, after ``prepare`` (an expression of ``x``,
-    such as ``torch.flatten(x, 1)``, or None).  ``names``: a name for each positional argument,
+    position}), called on the inputs at ``inputs``, flattened after the first axis first where
+    ``flatten`` (MXNet's ``FullyConnected``).  ``names``: a name for each positional argument,
     for the constructor arguments a shared class lifts out."""
 
     cls: str
@@ -149,7 +149,7 @@ class Layer:
     buffers: dict[str, int] = field(default_factory=dict)
     inputs: tuple[int, ...] = (0,)
     names: tuple[str, ...] = ()
-    prepare: str | None = None
+    flatten: bool = False
     count: int = 1
 
     def constructor(self) -> Call:

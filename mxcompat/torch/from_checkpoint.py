@@ -151,7 +151,7 @@ class _Graph:
         return self.ckpt.text
 
 
-def run_once(module, prog, ckpt, shapes, record):
+def run_once(module, written, ckpt, shapes, record):
     """(feed, {node: output}) of one forward of ``module`` on the seeded input of ``shapes``:
     an array of the wrong shape fails here, named by the node whose line fails."""
     import numpy as np
@@ -162,7 +162,7 @@ def run_once(module, prog, ckpt, shapes, record):
     was_training = module.training
     module.eval()
     try:
-        return feed, record(module, prog, feed)
+        return feed, record(module, written, feed)
     except Exception as exc:
         frames = [
             f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<mxcompat")
@@ -185,14 +185,14 @@ def run_once(module, prog, ckpt, shapes, record):
         module.train(was_training)
 
 
-def check(module, prog, ckpt, shapes, rtol, atol, record, verify_with=None):
+def check(module, written, ckpt, shapes, rtol, atol, record, verify_with=None):
     """Run ``module`` once on ``shapes``, then compare every node with MXNet's: in
     ``verify_with`` (another Python's path) if given, else here when MXNet is importable; else
     say so in one warning."""
     from .._core.log import warn
     from . import verify
 
-    feed, actual = run_once(module, prog, ckpt, shapes, record)
+    feed, actual = run_once(module, written, ckpt, shapes, record)
     if verify_with is not None:
         expected = _elsewhere(verify_with, ckpt, feed)
     elif mxnet_importable():
@@ -206,7 +206,7 @@ def check(module, prog, ckpt, shapes, rtol, atol, record, verify_with=None):
             "--verify-with PYTHON checks it with another interpreter's MXNet)" % ckpt.prefix
         )
         return
-    verify.compare_nodes(ckpt.text, actual, expected, rtol, atol, prog.node_paths)
+    verify.compare_nodes(ckpt.text, actual, expected, rtol, atol, written.node_paths)
 
 
 def _elsewhere(python, ckpt, feed):

@@ -117,7 +117,7 @@ def _fc_layer(n: Node) -> Layer | None:
         params=params,
         names=("in_features", "out_features"),
         # MXNet flattens every axis after the first (flatten=True, the default).
-        prepare="torch.flatten(x, 1)" if n.bool("flatten", True) else None,
+        flatten=n.bool("flatten", True),
     )
 
 

@@ -21,7 +21,6 @@ __all__ = [
     "activation",
     "batch_norm",
     "flatten",
-    "fully_connected",
     "layer_norm",
     "leaky_relu",
     "l2_normalization",
@@ -100,14 +99,6 @@ class Embedding(nn.Embedding):
 
     def forward(self, x):
         return super().forward(x.long())
-
-
-def fully_connected(x, weight, bias, flatten):
-    # flatten=True (MXNet's default) collapses every axis after the first, whatever the rank;
-    # PyTorch's Linear always works on the last axis (MXNet's flatten=False).
-    if flatten and x.dim() != 2:
-        x = x.reshape(x.shape[0], -1)
-    return F.linear(x, weight, bias)
 
 
 def flatten(x):

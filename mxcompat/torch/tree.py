@@ -14,7 +14,7 @@ from __future__ import annotations
 import keyword
 import re
 from dataclasses import dataclass, field
-from typing import Any, Tuple
+from typing import Tuple
 
 from .expr import Expr, Layer, Var
 from .nodes import LAYERS, Node
@@ -72,12 +72,22 @@ class Graph:
     rnn_pieces: dict[int, list[str]] = field(default_factory=dict)
     skipped: set[int] = field(default_factory=set)
 
+    def attrs(self, node: dict) -> dict:
+        """The node's attributes as its emitters read them: a BatchNorm's with the nodes whose
+        statistics are frozen."""
+        attrs = dict(node["attrs"])
+        if node["op"] == "BatchNorm":
+            attrs["__frozen_stats__"] = self.frozen_stats
+        return attrs
+
 
 @dataclass
 class Written:
-    """The classes' source; the root class's name; the forward's inputs and labels; each
-    state_dict key's MXNet name; which module path holds each node (a stock layer's node: its
-    output is the module's); the lines that record each node's output (for verify)."""
+    """The classes' source and their twin that records each node's output (for verify); the
+    root class's name; the forward's inputs and labels; each state_dict key's MXNet name; the
+    stock layer of each node a stock layer computes (module path -> node: its output is the
+    module's); which module computes each node; and which node each recorded statement of each
+    class instance computes (module path -> {statement index: node})."""
 
     source: str
     record_source: str
@@ -87,7 +97,7 @@ class Written:
     mxnet_names: dict[str, str]
     layer_nodes: dict[str, str]
     node_paths: dict[str, str]
-    imports: set[str]
+    record_nodes: dict[str, dict[int, str]]
 
 
 # --- the calls: each block's nodes, inputs and outputs -------------------------------------------
@@ -104,8 +114,6 @@ class _Call:
     buffers: dict[str, str]
     layer: Layer | None = None
     kind: str = "class"  # or "layer", "sequential"
-    cls: str = ""
-    args: tuple[Any, ...] = ()  # its class's constructor arguments
 
 
 def _walk(block: Block, path: str = "") -> list[Block]:
@@ -132,13 +140,14 @@ class Printer:
             for j, _ in node["inputs"]:
                 self.users.setdefault(j, set()).add(i)
         self.head_set = set(graph.heads)
+        # Each variable's node (a parameter, a state, an input).
+        self.variables = {n["name"]: i for i, n in enumerate(self.nodes) if n["op"] == "null"}
         self.label_nodes = set()
         from ..convert.shared import LOSS_HEADS
 
         for node in self.nodes:
             if node["op"] in LOSS_HEADS and len(node["inputs"]) > 1:
                 self.label_nodes.add(node["inputs"][1][0])
-        self.imports: set[str] = set()
 
     # --- which node is whose ---
 
@@ -213,6 +222,8 @@ class Printer:
 
     def _check_convex(self, path: str, inside: set[int], inputs: list[Entry]) -> None:
         # An input computed from the block's own output: the block is not one call.
+        # Nodes come in topological order: one before the block's first cannot depend on it.
+        first = min(inside, default=0)
         seen: set[int] = set()
         stack = [j for j, _ in inputs]
         while stack:
@@ -222,7 +233,7 @@ class Printer:
             seen.add(j)
             if j in inside:
                 raise NotATree("%s is not one call" % path)
-            stack.extend(e[0] for e in self.nodes[j]["inputs"] if e[0] >= min(inside, default=0))
+            stack.extend(e[0] for e in self.nodes[j]["inputs"] if e[0] >= first)
 
     # --- the kinds: stock layer, sequential, class ---
 
@@ -255,7 +266,7 @@ class Printer:
         inputs = node["inputs"]
         if tuple(inputs[k] for k in layer.inputs) != tuple(call.inputs):
             return None
-        names = {**{n: inputs[k] for n, k in layer.params.items()}}
+        names = {n: inputs[k] for n, k in layer.params.items()}
         buffers = {n: inputs[k] for n, k in layer.buffers.items()}
         mine = {self.nodes[j]["name"] for j, _ in list(names.values()) + list(buffers.values())}
         if mine != set(call.params.values()) | set(call.buffers.values()):
@@ -278,7 +289,7 @@ class Printer:
         for child in children:
             if child.inputs != flow or len(child.outputs) != 1:
                 return False
-            if child.layer is not None and child.layer.prepare:
+            if child.layer is not None and child.layer.flatten:
                 return False  # nn.Sequential would call the layer on its input as it is
             flow = child.outputs
         return flow == call.outputs and all(
@@ -292,7 +303,7 @@ class Printer:
 
     # --- one node as an emitter sees it ---
 
-    def _node(self, i: int, names: dict[Entry, Expr], attrs_of: dict | None = None) -> Node:
+    def _node(self, i: int, names: dict[Entry, Expr]) -> Node:
         node = self.nodes[i]
         args: list[Expr] = []
         shapes = []
@@ -301,10 +312,7 @@ class Printer:
             args.append(names.get(entry, Var("None")))
             source = self.nodes[entry[0]]
             shapes.append(self.g.shapes.get(source["name"]) if source["op"] == "null" else None)
-        attrs = dict(node["attrs"])
-        if node["op"] == "BatchNorm":
-            attrs["__frozen_stats__"] = self.g.frozen_stats
-        return Node(node["op"], node["name"], attrs, args, shapes)
+        return Node(node["op"], node["name"], self.g.attrs(node), args, shapes)
 
 
 def _attribute(name: str) -> str:
