@@ -156,6 +156,9 @@ def _stock_leaves(graph: Graph, tree: Blocks) -> None:
         for j, _ in node["inputs"]:
             users[graph.nodes[j]["name"]] = users.get(graph.nodes[j]["name"], 0) + 1
     blocks = {b.path: b for b in _walk(tree.root)}
+    # A named block with children of its own keeps its other nodes in its forward; decided
+    # before any leaf is added (the first leaf would otherwise end a block's leaves).
+    nested = {p for p, b in blocks.items() if p and b.children}
     own: dict[str, list[str]] = {}
     for node in graph.nodes:
         if node["op"] != "null":
@@ -165,7 +168,7 @@ def _stock_leaves(graph: Graph, tree: Blocks) -> None:
         path = tree.owner.get(node["name"], "")
         if make is None or i in graph.rnn_pieces or len(own.get(path, ())) < 2:
             continue
-        if blocks[path].children and path:
+        if path in nested:
             continue
         inputs = [graph.nodes[j] for j, _ in node["inputs"]]
         shapes = [graph.shapes.get(s["name"]) if s["op"] == "null" else None for s in inputs]

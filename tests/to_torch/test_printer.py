@@ -156,3 +156,36 @@ def test_resnet18_checkpoint_rebuilds_the_tree_from_its_names(tmp_path):
         got = module(torch.from_numpy(x.asnumpy())).numpy()
     expected = net(x).asnumpy()
     assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
+
+
+def test_every_stock_node_of_a_named_block_is_a_layer():
+    """A block the names spell, without children of its own, gets a stock layer for each of its
+    nodes that one computes: the Linear and the ReLU after it alike."""
+    import torch
+
+    data = mx.sym.var("data")
+    weights = {n: mx.sym.var(n) for n in ("net_head_dense0_weight", "net_head_dense0_bias")}
+    net = mx.sym.FullyConnected(
+        data,
+        weights["net_head_dense0_weight"],
+        weights["net_head_dense0_bias"],
+        num_hidden=4,
+        name="net_head_dense0_fwd",
+    )
+    net = mx.sym.Activation(net, act_type="relu", name="net_head_dense0_relu")
+    net = mx.sym.FullyConnected(
+        net,
+        mx.sym.var("net_body_fc_weight"),
+        mx.sym.var("net_body_fc_bias"),
+        num_hidden=2,
+        name="net_body_fc_fwd",
+    )
+    args = {
+        "net_head_dense0_weight": mx.nd.ones((4, 3)),
+        "net_head_dense0_bias": mx.nd.zeros((4,)),
+        "net_body_fc_weight": mx.nd.ones((2, 4)),
+        "net_body_fc_bias": mx.nd.zeros((2,)),
+    }
+    module = mxcompat.to_torch((net, args, {}), {"data": (2, 3)})
+    layers = [type(m) for m in module.modules() if not list(m.children())]
+    assert layers.count(torch.nn.Linear) == 2 and layers.count(torch.nn.ReLU) == 1, module
