@@ -15,12 +15,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     """The ``torch`` command's parser."""
     parser = subparsers.add_parser(
         "torch",
-        help="convert a checkpoint to PyTorch: model.py (one line per MXNet node) and its "
-        "weights, verified node by node; --check lists what it needs, without torch",
+        help="convert a checkpoint to PyTorch: model.py (the model's structure, stock torch "
+        "layers) and its weights, verified node by node; --check lists what it needs, "
+        "without torch",
         description="Convert a checkpoint (PREFIX-symbol.json, PREFIX-EPOCH.params) to a "
-        "PyTorch module: DIR/model.py (the class MXNetModel, one line per MXNet node), "
-        "DIR/mxnet_ops.py (MXNet's operators in torch, which model.py imports) and the "
-        "weights under their MXNet names (DIR/weights.safetensors).  Needs torch and "
+        "PyTorch module: DIR/model.py (the class MXNetModel and the classes of its blocks, "
+        "as the parameters' names nest), DIR/mxnet_ops.py (MXNet's operators in torch, which "
+        "model.py imports), the weights (DIR/weights.safetensors) and each weight's MXNet "
+        "name (DIR/mxnet_names.json).  Needs torch and "
         "safetensors: pip install 'mxcompat[torch]'; MXNet only to verify (here, or with "
         "--verify-with).",
     )

@@ -1,7 +1,7 @@
 """``mxcompat.to_torch``: a Module, HybridBlock, symbol triple or checkpoint to a
-``torch.nn.Module`` whose code has one line per MXNet node (codegen.py), MXNet's operator
-semantics where PyTorch's differ (runtime.py), the parameters copied bit for bit under their
-MXNet names, and every node checked against MXNet's (verify.py)."""
+``torch.nn.Module`` whose code mirrors the model (the block tree: blocks.py, tree.py,
+classes.py), MXNet's operator semantics where PyTorch's differ (runtime.py), the parameters
+copied bit for bit, and every node checked against MXNet's (verify.py)."""
 
 from __future__ import annotations
 
@@ -192,19 +192,22 @@ def to_torch(
     rtol: float = 1e-4,
     atol: float = 1e-5,
 ) -> torch.nn.Module:
-    """``model`` as a ``torch.nn.Module`` with MXNet's semantics, its code generated from the
-    symbol graph, one line per MXNet node named after it (``module.code``).
+    """``model`` as a ``torch.nn.Module`` with MXNet's semantics, its code (``module.code``)
+    the model's own structure: a Gluon block's tree as modules (one class per block class,
+    ``HybridSequential`` as ``nn.Sequential``), or the tree its parameters' names spell, else
+    one module; stock layers (``nn.Conv2d``, ``nn.Linear``, ...) where MXNet's semantics are
+    theirs, ``mxops`` (runtime.py) where they differ.
 
     ``model``: a ``Module``, a ``HybridBlock`` with initialised parameters, a ``(symbol,
     arg_params, aux_params)`` triple, or a checkpoint as ``(prefix, epoch)``.  Parameters
-    become ``torch.nn.Parameter`` and auxiliary states (BatchNorm statistics) buffers, under
-    their MXNet names (a ``.`` written ``%2E``, a ``%`` ``%25``: ``codegen.mxnet_name`` undoes
-    it), copied bit for bit; those MXNet would not train (``fixed_param_names``, a Gluon
-    ``grad_req='null'``, ``mxcompat.freeze``) have ``requires_grad=False``, and BatchNorm
-    statistics frozen in mxcompat's registry do not move in training (a Gluon statistic's
-    ``grad_req='null'`` is every statistic's: they move, as in Gluon).  The forward takes the
-    graph's inputs in order, then the loss heads' labels (default None: inference; given, the
-    heads' backward is MXNet's).
+    become ``torch.nn.Parameter`` and auxiliary states (BatchNorm statistics) buffers, their
+    ``state_dict`` keys following the tree (``features.0.weight``; ``module.mxnet_names`` gives
+    each key's MXNet name), copied bit for bit; those MXNet would not train
+    (``fixed_param_names``, a Gluon ``grad_req='null'``, ``mxcompat.freeze``) have
+    ``requires_grad=False``, and BatchNorm statistics frozen in mxcompat's registry do not move
+    in training (a Gluon statistic's ``grad_req='null'`` is every statistic's: they move, as in
+    Gluon).  The forward takes the graph's inputs in order, then the loss heads' labels
+    (default None: inference; given, the heads' backward is MXNet's).
 
     ``verify``: run MXNet and the module on a seeded random input of ``input_shapes`` (a list
     in input order, a dict by name or one tuple; a bound Module's own by default) and compare
