@@ -1,8 +1,9 @@
 """mxcompat's one ELF reader.  What it reads: the flags of the ``PT_GNU_STACK`` program header,
 which say whether a library asks for an executable stack (the one field it also writes, for the
 ``exec_stack`` patch); and, through the section headers, a library's ``DT_NEEDED`` and
-``DT_RUNPATH``/``DT_RPATH`` entries, the symbols it imports, and where a named section lies
-(``.nv_fatbin``, read by ``mxcompat/cuda/fatbin.py``).
+``DT_RUNPATH``/``DT_RPATH`` entries, the symbols it imports, where a named section lies
+(``.nv_fatbin``, read by ``mxcompat/cuda/fatbin.py``); and, through the program headers, its
+GNU build ID (the hash of its content the linker wrote, read by the ``operator_cache`` patch).
 
 Written for mxcompat (no ``patchelf``/``execstack`` process, no dependency): the ELF header
 gives where the program headers are (``e_phoff``), how big each is (``e_phentsize``) and how
@@ -211,3 +212,57 @@ def imported_symbols(path):
                 if index == 0 and name:
                     names.append(_string(table, name))
     return names
+
+
+NT_GNU_BUILD_ID = 3
+PT_NOTE = 4
+# e_ident[EI_CLASS] -> a program header's (p_type, p_offset, p_filesz, p_align), as unpacked
+# from its fields in their order.
+_PROGRAM = {1: ("IIIIIIII", (0, 1, 4, 7)), 2: ("IIQQQQQQ", (0, 2, 5, 7))}
+
+
+def build_id(path):
+    """The GNU build ID of the library at ``path`` (its ``NT_GNU_BUILD_ID`` note: a hash of
+    the content, written by the linker) as a hex string, or ``None`` where it has none.  Read
+    through the program headers (``PT_NOTE``), which a loadable file always has (MXNet
+    1.6.0's ``libmxnet.so`` has no section headers this reader reads); a few small reads.
+    ``ValueError`` where ``path`` is no ELF file read here."""
+    with open(path, "rb") as f:
+        ident = f.read(64)
+        if len(ident) < 52 or ident[:4] != b"\x7fELF":
+            raise ValueError("not an ELF file")
+        layout = _CLASSES.get(ident[4])
+        order = _BYTE_ORDERS.get(ident[5])
+        if layout is None or order is None:
+            raise ValueError("an ELF class or byte order mxcompat does not read")
+        phoff_at, phoff_format, counts_at, _, smallest = layout
+        (phoff,) = struct.unpack_from(order + phoff_format, ident, phoff_at)
+        phentsize, phnum = struct.unpack_from(order + "HH", ident, counts_at)
+        if phnum == _PN_XNUM or (phnum and phentsize < smallest):
+            raise ValueError("program headers mxcompat does not read")
+        header, fields = _PROGRAM[ident[4]]
+        header = struct.Struct(order + header)
+        table = _read_exact(f, phoff, phentsize * phnum)
+        for index in range(phnum):
+            row = header.unpack_from(table, index * phentsize)
+            kind, offset, size, align = (row[i] for i in fields)
+            if kind == PT_NOTE and 0 < size <= 65536:
+                found = _build_id_note(_read_exact(f, offset, size), order, 8 if align == 8 else 4)
+                if found is not None:
+                    return found
+    return None
+
+
+def _build_id_note(notes, order, align):
+    at = 0
+    while at + 12 <= len(notes):
+        name_size, desc_size, kind = struct.unpack_from(order + "III", notes, at)
+        name_at = at + 12
+        desc_at = name_at + (name_size + align - 1) // align * align
+        end = desc_at + (desc_size + align - 1) // align * align
+        if desc_at + desc_size > len(notes):
+            return None
+        if kind == NT_GNU_BUILD_ID and notes[name_at : name_at + name_size] == b"GNU\0":
+            return notes[desc_at : desc_at + desc_size].hex() or None
+        at = end
+    return None

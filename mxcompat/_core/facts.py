@@ -22,6 +22,14 @@ SUPPORTED = ">=%d.%d, <%d" % (MIN_VERSION + MAX_VERSION[:1])
 
 # mxnet/numpy (imported by mxnet/__init__) uses np.bool and distutils from 1.6.
 NUMPY_SUBPACKAGE = (1, 6)
+# Every release writes Python source for each operator while `import mxnet` runs and exec()s
+# it: base._init_op_module(root, module, make_op_func) (and _init_np_op_module from 1.6, for
+# the numpy/npx namespaces) calls make_op_func(handle, op_name, func_name), register.py's
+# _make_ndarray_function / _make_symbol_function (the same code in 1.3.1 ... 1.9.1), which
+# looks up _generate_*_function_code in its module at each call, exec()s the source it returns
+# and names the function.  The source holds the operator's handle, an address of the process,
+# as a literal; the rest is the same on every import of the same libmxnet.so.
+OPERATORS_GENERATED_AT_IMPORT = (1, 3)
 # MXNet imports distutils.version while `import mxnet` runs from 1.6 (numpy_dispatch_protocol;
 # numpy_op_fallback from 1.7); 1.3-1.5 name distutils only in util.makedirs' Python 2 branch.
 # On Python 3.12+ patches/distutils.py serves distutils.version from `import mxnet` on for

@@ -51,6 +51,7 @@ ORDER = (
     "cuda_libs",
     "gpu_arch",
     "exec_stack",
+    "operator_cache",
     "python_oo",
 )
 

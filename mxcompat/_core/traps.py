@@ -433,6 +433,24 @@ TRAPS = (
         ),
     ),
     Trap(
+        patch="operator_cache",
+        check=None,
+        symptom=(
+            "`import mxnet` takes 0.7–2 s in every process: each command, each test process, "
+            "each DataLoader worker that starts a fresh interpreter (spawn, forkserver: "
+            "Python 3.14's default)"
+        ),
+        cause=(
+            "MXNet writes Python source for each of its operators (about 2,600 functions on "
+            "1.9.1) and compiles it at every import, the same code each time"
+        ),
+        ours=(
+            "the compiled code is cached per user (`~/.cache/mxcompat/operators`) and reused "
+            "from the second import on, checked against the library, MXNet, Python and "
+            "mxcompat; any doubt takes MXNet's own path (patch `operator_cache`)"
+        ),
+    ),
+    Trap(
         patch="exec_stack",
         check=None,
         symptom=(

@@ -1,0 +1,335 @@
+"""``import mxnet`` without writing and compiling every operator's Python code again.
+
+Every release writes Python source for each of its operators while ``import mxnet`` runs and
+``exec``s it (``facts.OPERATORS_GENERATED_AT_IMPORT``): ``mxnet.base._init_op_module`` (and,
+from 1.6, ``_init_np_op_module`` for the ``numpy``/``npx`` namespaces) calls
+``make_op_func(handle, op_name, func_name)`` for each operator, MXNet's own
+``_make_ndarray_function`` or ``_make_symbol_function``, which asks its module's
+``_generate_ndarray_function_code`` / ``_generate_symbol_function_code`` for the source and
+the docstring (the operator's description read through the C API), ``exec``s the source and
+names the function.  About 2,600 functions on 1.9.1, each compiled: more than half of the
+import.  The source is the same on every import of the same ``libmxnet.so``, except one
+number: the operator's handle, an address of this process written into the code as a
+literal.
+
+What the patch does: while ``mxnet.base``'s two functions run during ``import mxnet``, the
+generator of the ``make_op_func`` they were given is wrapped for the duration of the call
+(wrapt, through the registry's ``stacking``): it hands MXNet's own ``make_op_func`` a code
+object instead of the source, which MXNet's ``exec`` runs as it would have run the source;
+MXNet names the function, sets its docstring and module, and registers it, as always.  The
+code object comes from the cache (its handle literal replaced by this process's handle for
+that operator), or, where the cache has none, from MXNet's own generator, compiled once as
+``exec`` would have (same file name ``<string>``, same ``__future__`` flags), and kept.  Once
+``mxnet`` has imported, MXNet's own ``_init_op_module`` and ``_init_np_op_module`` are back
+everywhere (``mxnet.base`` and the modules that imported them by name), and the code objects
+of an import that missed any are written to the cache (``store.py``) for the next one.
+
+The cache is keyed by everything the generated code depends on (``_key``): the library
+(real path, size, mtime and its GNU build ID, the linker's hash of its content, read at each
+import; a library without one adds its inode and ctime), MXNet's version, the Python files
+of MXNet that generate the code (size and mtime), Python's version and ``-O`` level,
+mxcompat's version, and the list of operators the library registers.  Any doubt (no file,
+another key, a file someone else could write, a damaged file, an entry that does not hold
+exactly one literal equal to the handle it was made with) and that operator, or the whole
+import, takes MXNet's own path: never an error, never another function.  Patch name
+``operator_cache``; ``MXCOMPAT_DISABLE_PATCHES=operator_cache`` turns it off.
+"""
+
+import __future__
+
+import functools
+import os
+import sys
+import types
+
+from ..._core import elf, facts, hooks
+from ..._core.about import VERSION
+from ..._core.log import logger
+from ..._core.registry import Patch, Target, register
+from ..._core.stacking import install, restore
+from . import store
+
+PATCH = "operator_cache"
+
+# The files of MXNet whose code writes the operators' source (relative to the package).
+_SOURCES = (
+    "base.py",
+    "ndarray/register.py",
+    "symbol/register.py",
+    "ndarray_doc.py",
+    "symbol_doc.py",
+)
+_FUTURE_FLAGS = functools.reduce(
+    lambda mask, name: mask | getattr(__future__, name).compiler_flag,
+    __future__.all_feature_names,
+    0,
+)
+
+_session = None  # the import of mxnet in progress, or None
+_last = {}  # what the last one took from the cache (last_import)
+
+
+def last_import():
+    """What the last ``import mxnet`` of this process took from the cache: ``{"served": n,
+    "made": n, "file": path}`` (``served``: functions whose code came from the file; ``made``:
+    compiled from MXNet's source and written), or ``{}`` where the patch did not act."""
+    return dict(_last)
+
+
+def _with_consts(code, consts):
+    if hasattr(code, "replace"):
+        return code.replace(co_consts=consts)
+    # Python 3.7 has no CodeType.replace.
+    return types.CodeType(
+        code.co_argcount,
+        code.co_kwonlyargcount,
+        code.co_nlocals,
+        code.co_stacksize,
+        code.co_flags,
+        code.co_code,
+        consts,
+        code.co_names,
+        code.co_varnames,
+        code.co_filename,
+        code.co_name,
+        code.co_firstlineno,
+        code.co_lnotab,
+        code.co_freevars,
+        code.co_cellvars,
+    )
+
+
+def _place(code, number):
+    """Where the int constant ``number`` lies in ``code``: ``(i, j)``, the index of the
+    function's code among the module code's constants and of ``number`` among the
+    function's; ``None`` unless it is there exactly once and nowhere else."""
+    if code.co_consts.count(number):
+        return None
+    place = None
+    for i, function in enumerate(code.co_consts):
+        if not isinstance(function, types.CodeType):
+            continue
+        consts = function.co_consts
+        times = consts.count(number)
+        if times > 1 or (times and place) or any(_holds(c, number) for c in consts):
+            return None
+        if times:
+            j = consts.index(number)
+            if type(consts[j]) is not int:
+                return None
+            place = (i, j)
+    return place
+
+
+def _holds(const, number):
+    # Whether a code object nested in the function holds number (MXNet writes none).
+    return isinstance(const, types.CodeType) and (
+        bool(const.co_consts.count(number)) or any(_holds(c, number) for c in const.co_consts)
+    )
+
+
+def _rebind(code, place, number):
+    """``code`` with the constant at ``place`` (``_place``) replaced by ``number``."""
+    i, j = place
+    function = code.co_consts[i]
+    inner = function.co_consts
+    function = _with_consts(function, inner[:j] + (number,) + inner[j + 1 :])
+    return _with_consts(code, code.co_consts[:i] + (function,) + code.co_consts[i + 1 :])
+
+
+def _usable(entry, func_name):
+    """Whether a stored entry has the form this module writes: a module-level code object
+    that defines ``func_name``, its docstring, the handle it was made with, and where that
+    handle lies (``_place``)."""
+    if not (type(entry) is tuple and len(entry) == 4):
+        return False
+    code, doc, number, place = entry
+    if not (isinstance(code, types.CodeType) and type(doc) is str and type(number) is int):
+        return False
+    if not (type(place) is tuple and len(place) == 2 and func_name in code.co_names):
+        return False
+    i, j = place
+    if not (type(i) is int and type(j) is int and 0 <= i < len(code.co_consts)):
+        return False
+    function = code.co_consts[i]
+    return (
+        isinstance(function, types.CodeType)
+        and function.co_name == func_name
+        and 0 <= j < len(function.co_consts)
+        and type(function.co_consts[j]) is int
+        and function.co_consts[j] == number
+    )
+
+
+class Session:
+    """One ``import mxnet``: its key, the entries read from the cache and made meanwhile."""
+
+    def __init__(self, base):
+        library = os.path.realpath(base._LIB._name)
+        self.key = _key(base, library)
+        self.path = store.path_for(library, "%s-O%d" % (_python_tag(), sys.flags.optimize))
+        self.entries = store.read(self.path, self.key) or {}
+        self.records = []  # the wrappers on mxnet.base's two functions
+        self.served = 0
+        self.made = 0
+
+    def generate(self, section, flags, wrapped, instance, args, kwargs):
+        """MXNet's ``_generate_*_function_code(handle, op_name, func_name)``: the code (an
+        object, which MXNet's ``exec`` runs as it runs the source) and the docstring."""
+        if kwargs or len(args) != 3:
+            return wrapped(*args, **kwargs)  # signature_only: MXNet's own
+        handle, op_name, func_name = args
+        number = handle.value
+        key = (section, op_name, func_name)
+        entry = self.entries.get(key)
+        if entry is not None:
+            if _usable(entry, func_name):
+                self.served += 1
+                code = entry[0] if entry[2] == number else _rebind(entry[0], entry[3], number)
+                return code, entry[1]
+            del self.entries[key]  # made anew below, and the file written again
+        source, doc = wrapped(*args, **kwargs)
+        if type(source) is not str:
+            return source, doc
+        code = compile(source, "<string>", "exec", flags, True)
+        place = _place(code, number)
+        if type(doc) is str and place is not None:
+            self.entries[key] = (code, doc, number, place)
+            self.made += 1
+        return code, doc
+
+    def init_op_module(self, wrapped, instance, args, kwargs):
+        """``mxnet.base._init_op_module`` / ``_init_np_op_module``: MXNet's own, with the
+        generator of the ``make_op_func`` given served from the cache during the call."""
+        make = kwargs.get("make_op_func", args[-1] if args else None)
+        generator = _generator_of(make)
+        if generator is None:
+            return wrapped(*args, **kwargs)
+        section = "%s.%s" % (make.__module__, make.__qualname__)
+        flags = make.__code__.co_flags & _FUTURE_FLAGS
+        serve = functools.partial(self.generate, section, flags)
+        served = install(PATCH, [Target(make.__module__, generator, wrapper=serve)])
+        try:
+            return wrapped(*args, **kwargs)
+        finally:
+            restore(served)
+
+    def close(self):
+        """MXNet's own functions back everywhere; the entries written if any were made."""
+        # MXNet's modules import the two by name while mxnet imports (register.py,
+        # library.py): those names get MXNet's own back too.
+        for parent, attr, _, original, installed in self.records:
+            for name, module in list(sys.modules.items()):
+                namespace = getattr(module, "__dict__", {})
+                if name.startswith("mxnet.") and module is not parent:
+                    if namespace.get(attr) is installed:
+                        setattr(module, attr, original)
+        restore(self.records)
+        self.records = []
+        _last.update(served=self.served, made=self.made, file=self.path)
+        logger.debug("operator cache: %d served, %d made (%s)", self.served, self.made, self.path)
+        if self.made:
+            try:
+                store.write(self.path, self.key, self.entries)
+            except Exception as error:
+                # Only the next import's time depends on it.
+                logger.debug("operator cache not written to %s: %s", self.path, error)
+
+
+def _python_tag():
+    return getattr(sys.implementation, "cache_tag", None) or "python"
+
+
+def _stat(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _operator_names(base):
+    import ctypes
+
+    names = ctypes.POINTER(ctypes.c_char_p)()
+    size = ctypes.c_uint()
+    base.check_call(base._LIB.MXListAllOpNames(ctypes.byref(size), ctypes.byref(names)))
+    return [names[i].decode("utf-8", "replace") for i in range(size.value)]
+
+
+def _key(base, library):
+    """What the generated code depends on, as bytes (``store.read`` compares them)."""
+    import hashlib
+
+    st = os.stat(library)
+    build_id = elf.build_id(library)
+    package = os.path.dirname(os.path.abspath(base.__file__))
+    libinfo = sys.modules.get("mxnet.libinfo")
+    operators = hashlib.sha256("\n".join(_operator_names(base)).encode()).hexdigest()
+    key = (
+        ("library", library, st.st_size, st.st_mtime_ns, build_id)
+        + (() if build_id else (st.st_ino, st.st_ctime_ns)),
+        ("mxnet", getattr(libinfo, "__version__", None)),
+        ("sources",) + tuple((name, _stat(os.path.join(package, name))) for name in _SOURCES),
+        ("python", sys.version, _python_tag(), sys.flags.optimize),
+        ("mxcompat", VERSION),
+        ("operators", operators),
+    )
+    return repr(key).encode()
+
+
+def _generator_of(make):
+    """The name of ``make``'s generator in its module (``_generate_ndarray_function_code``), or
+    ``None`` where ``make`` is not the function every release has (a generator by name, then
+    ``exec``)."""
+    code = getattr(make, "__code__", None)
+    module = sys.modules.get(getattr(make, "__module__", None) or "")
+    if code is None or module is None or vars(module) is not getattr(make, "__globals__", None):
+        return None
+    names = [
+        n
+        for n in code.co_names
+        if n.startswith("_generate_") and n.endswith("_function_code") and n in vars(module)
+    ]
+    return names[0] if len(names) == 1 and "exec" in code.co_names else None
+
+
+def _on_base(base):
+    global _session
+    if _session is not None or not hasattr(base, "_init_op_module"):
+        return
+    _last.clear()
+    try:
+        session = Session(base)
+    except Exception:
+        logger.debug("operator cache off for this import", exc_info=True)
+        return
+    targets = [
+        Target("mxnet.base", name, wrapper=session.init_op_module, optional=True)
+        for name in ("_init_op_module", "_init_np_op_module")
+    ]
+    session.records = install(PATCH, targets)
+    _session = session
+
+
+def _on_mxnet(mx):
+    global _session
+    session, _session = _session, None
+    if session is not None:
+        session.close()
+
+
+def _before_mxnet(version):
+    hooks.when_imported("mxnet.base", _on_base)
+    hooks.when_imported("mxnet", _on_mxnet)
+
+
+register(
+    Patch(
+        PATCH,
+        "import mxnet: the Python code MXNet writes and compiles for each operator at every "
+        "import is cached (per libmxnet.so, MXNet, Python and mxcompat), then reused.",
+        since=facts.OPERATORS_GENERATED_AT_IMPORT,
+        before_import=_before_mxnet,
+    )
+)
