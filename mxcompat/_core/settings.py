@@ -23,6 +23,8 @@ MATRIX_CACHE = "MXCOMPAT_MATRIX_CACHE"
 MATRIX_ENV = "MXCOMPAT_MATRIX_ENV"
 # Where the copies of a library that asks for an executable stack go (patches/exec_stack/).
 LIB_CACHE = "MXCOMPAT_LIB_CACHE"
+# Where the code MXNet generates for its operators is kept (patches/operator_cache/).
+OPERATOR_CACHE = "MXCOMPAT_OPERATOR_CACHE"
 # Where a CUDA wheel's libraries come from (cuda/libs.py): "pip" prefers the nvidia-*-cu11
 # packages to a system CUDA 11, "system" never loads them; unset: the system's, else pip's.
 CUDA_LIBS = "MXCOMPAT_CUDA_LIBS"
@@ -98,6 +100,14 @@ VARIABLES = (
         "DIR",
         "where copies of libmxnet.so without the executable-stack flag go on glibc >= 2.41\n"
         "(default ~/.cache/mxcompat/libs)",
+        True,
+    ),
+    Variable(
+        OPERATOR_CACHE,
+        "path",
+        "DIR",
+        "where the code MXNet generates for its operators at import is kept\n"
+        "(default ~/.cache/mxcompat/operators)",
         True,
     ),
     Variable(
@@ -179,9 +189,9 @@ def cache_folder(name, variable=None):
     """Where cache ``name`` lives: the path variable ``variable`` holds if it is set, else
     ``mxcompat/<name>`` in ``$XDG_CACHE_HOME``, else in ``~/.cache``.  Every cache of the
     project has that one base: ``matrix`` (mxcompat matrix's environments), ``libs``
-    (exec_stack's library copies), ``tests`` (the tests' and the MXNet-suite runner's
-    environments and wheels), ``horovod`` (the CI's Horovod wheels), ``sid-root``
-    (``.ci/newroot``'s Debian root)."""
+    (exec_stack's library copies), ``operators`` (operator_cache's code), ``tests`` (the
+    tests' and the MXNet-suite runner's environments and wheels), ``horovod`` (the CI's
+    Horovod wheels), ``sid-root`` (``.ci/newroot``'s Debian root)."""
     chosen = path(variable) if variable else None
     if chosen:
         return chosen

@@ -445,9 +445,10 @@ TRAPS = (
             "1.9.1) and compiles it at every import, the same code each time"
         ),
         ours=(
-            "the compiled code is cached per user (`~/.cache/mxcompat/operators`) and reused "
-            "from the second import on, checked against the library, MXNet, Python and "
-            "mxcompat; any doubt takes MXNet's own path (patch `operator_cache`)"
+            "the compiled code is cached per user (`~/.cache/mxcompat/operators`, "
+            "`MXCOMPAT_OPERATOR_CACHE`) and reused from the second import on, checked against "
+            "the library, MXNet, Python and mxcompat; any doubt takes MXNet's own path (patch "
+            "`operator_cache`)"
         ),
     ),
     Trap(

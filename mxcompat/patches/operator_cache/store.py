@@ -30,8 +30,9 @@ _LARGEST = 1 << 28  # MXNet 1.9.1's is about 10 MB: anything this big is not our
 
 
 def folder():
-    """``mxcompat/operators`` in the user's cache folder (``settings.cache_folder``)."""
-    return settings.cache_folder("operators")
+    """``$MXCOMPAT_OPERATOR_CACHE``, else ``mxcompat/operators`` in the user's cache folder
+    (``settings.cache_folder``)."""
+    return settings.cache_folder("operators", settings.OPERATOR_CACHE)
 
 
 def path_for(library, tag):

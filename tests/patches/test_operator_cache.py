@@ -1,0 +1,378 @@
+"""The ``operator_cache`` patch: the functions MXNet generates for its operators, built from
+the cache, equal MXNet's own one by one; a cache in doubt is never used, never crashes.
+
+Every test runs fresh interpreters with a cache folder of its own
+(``MXCOMPAT_OPERATOR_CACHE``)."""
+
+import json
+import marshal
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import mxnet as mx
+import pytest
+
+import mxcompat
+from mxcompat._core import elf
+from mxcompat.patches import operator_cache
+from mxcompat.patches.operator_cache import store
+from tests.support.processes import subprocess_env
+from tests.support.repo import ROOT
+
+LIBRARY = os.path.realpath(mx.base._LIB._name)
+# What a fresh process reports: the patch's own count of what it served and made.
+REPORT = (
+    "import json, mxcompat, mxnet\n"
+    "from mxcompat.patches import operator_cache\n"
+    "print(json.dumps(operator_cache.last_import()))\n"
+)
+
+
+def python(args, cache, env=None, flags=()):
+    proc = subprocess.run(
+        [sys.executable] + list(flags) + list(args),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=subprocess_env(dict({"MXCOMPAT_OPERATOR_CACHE": str(cache)}, **(env or {}))),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "MXCompatWarning" not in proc.stderr, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def functions(cache, env=None, flags=()):
+    """Every generated function of a fresh process, described (tests/support/...)."""
+    return python(["-m", "tests.support.operator_functions"], cache, env, flags)
+
+
+def report(cache, env=None, flags=()):
+    return python(["-c", REPORT], cache, env, flags)
+
+
+def cache_file(cache):
+    names = [n for n in os.listdir(str(cache)) if not n.startswith(".")]
+    assert len(names) == 1, names
+    return os.path.join(str(cache), names[0])
+
+
+def assert_same(mine, theirs):
+    assert sorted(mine["functions"]) == sorted(theirs["functions"])
+    differ = [k for k in theirs["functions"] if mine["functions"][k] != theirs["functions"][k]]
+    assert differ == []
+    assert mine["all"] == theirs["all"]
+
+
+@pytest.fixture(scope="module")
+def mxnets_own(tmp_path_factory):
+    """The functions of an import with the patch off."""
+    cache = tmp_path_factory.mktemp("off")
+    own = functions(cache, {"MXCOMPAT_DISABLE_PATCHES": "operator_cache"})
+    assert own["cache"] == {} and os.listdir(str(cache)) == []
+    # Every operator has its function (MXNet 1.3.1 makes the fewest: about 1,900).
+    assert len(own["functions"]) > 1500
+    return own
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory):
+    """A cache folder filled by one import (its report)."""
+    cache = tmp_path_factory.mktemp("warm")
+    return cache, report(cache)
+
+
+def test_cold_and_warm_functions_equal_mxnets_own_one_by_one(mxnets_own, tmp_path):
+    cold = functions(tmp_path)
+    assert_same(cold, mxnets_own)
+    made, served = cold["cache"]["made"], cold["cache"]["served"]
+    # Cold: every function made from MXNet's source; those MXNet makes twice (the old
+    # mx.nd.contrib / mx.sym.contrib names) come from the first one.
+    assert made > 1000 and 0 < served < made
+    path = cache_file(tmp_path)
+    assert cold["cache"]["file"] == path
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    before = os.stat(path).st_mtime_ns
+
+    warm = functions(tmp_path)
+    assert_same(warm, mxnets_own)
+    assert warm["cache"] == {"served": made + served, "made": 0, "file": path}
+    assert os.stat(path).st_mtime_ns == before  # nothing to write
+
+
+@pytest.mark.skipif(sys.flags.optimize, reason="the test runs its own -OO processes")
+def test_under_OO_too(mxnets_own, tmp_path):
+    # -OO strips the docstring from the compiled code (not the __doc__ MXNet sets): its own
+    # cache file, and the functions still MXNet's.
+    off = functions(tmp_path, {"MXCOMPAT_DISABLE_PATCHES": "operator_cache"}, ["-OO"])
+    assert functions(tmp_path, flags=["-OO"])["cache"]["made"] > 1000
+    warm = functions(tmp_path, flags=["-OO"])
+    assert warm["cache"]["made"] == 0
+    assert_same(warm, off)
+    assert off["all"] == mxnets_own["all"]
+
+
+def test_operators_compute_from_the_cache(warm):
+    cache, first = warm
+    program = """
+        import json, mxcompat, mxnet as mx
+        from mxcompat.patches import operator_cache
+        x = mx.nd.array([[-1.0, 2.0, -3.0]])
+        out = {"relu": mx.nd.relu(x).asnumpy().tolist(),
+               "fc": mx.nd.FullyConnected(x, mx.nd.ones((2, 3)), mx.nd.array([0.5, 1.0]),
+                                          num_hidden=2).asnumpy().tolist()}
+        s = mx.sym.Activation(mx.sym.var("a"), act_type="relu") * 2
+        out["sym"] = s.eval(a=x)[0].asnumpy().tolist()
+        out["contrib"] = mx.nd.contrib.div_sqrt_dim(mx.nd.ones((1, 4))).asnumpy().tolist()
+        if hasattr(mx, "np"):
+            out["np"] = mx.np.add(mx.np.array([1.0, 2.0]), 1).asnumpy().tolist()
+        out["cache"] = operator_cache.last_import()
+        print(json.dumps(out))
+    """
+    import textwrap
+
+    out = python(["-c", textwrap.dedent(program)], cache)
+    assert out.pop("cache") == {
+        "served": first["served"] + first["made"],
+        "made": 0,
+        "file": first["file"],
+    }
+    assert out.pop("relu") == [[0.0, 2.0, 0.0]]
+    assert out.pop("fc") == [[-1.5, -1.0]]
+    assert out.pop("sym") == [[0.0, 4.0, 0.0]]
+    assert out.pop("contrib") == [[0.5, 0.5, 0.5, 0.5]]
+    assert out.pop("np", [2.0, 3.0]) == [2.0, 3.0]
+    assert out == {}
+
+
+def test_mxnets_own_functions_are_back_after_the_import(warm):
+    program = """
+        import json, sys, types, mxcompat, mxnet
+        own = {}
+        for attr in ("_init_op_module", "_init_np_op_module"):
+            original = getattr(mxnet.base, attr, None)
+            if original is None:
+                continue
+            holders = sorted(n for n, m in sys.modules.items()
+                             if n.startswith("mxnet") and attr in vars(m))
+            own[attr] = [type(original) is types.FunctionType
+                         and original.__module__ == "mxnet.base",
+                         all(vars(sys.modules[n])[attr] is original for n in holders),
+                         len(holders)]
+        from mxnet.ndarray import register as nd
+        from mxnet.symbol import register as sym
+        own["generators"] = [type(f) is types.FunctionType and f.__module__ == m.__name__
+                             for m, f in ((nd, nd._generate_ndarray_function_code),
+                                          (sym, sym._generate_symbol_function_code))]
+        own["patched"] = "operator_cache" in mxcompat.patched()
+        mxcompat.unpatch("operator_cache")
+        own["unpatched"] = "operator_cache" not in mxcompat.patched()
+        own["works"] = float(mxnet.nd.ones((2,)).sum().asscalar()) == 2.0
+        print(json.dumps(own))
+    """
+    import textwrap
+
+    out = python(["-c", textwrap.dedent(program)], warm[0])
+    assert out.pop("generators") == [True, True]
+    assert out.pop("patched") and out.pop("unpatched") and out.pop("works")
+    init = out.pop("_init_op_module")
+    # base, ndarray.register, symbol.register (and library.py from 1.7).
+    assert init[:2] == [True, True] and init[2] >= 3
+    if out:
+        np_init = out.pop("_init_np_op_module")
+        assert np_init[:2] == [True, True] and np_init[2] >= 6
+    assert out == {}
+
+
+def test_switched_off_like_any_patch(tmp_path):
+    out = report(tmp_path, {"MXCOMPAT_DISABLE_PATCHES": "operator_cache"})
+    assert out == {}
+    assert os.listdir(str(tmp_path)) == []
+
+
+def _copy_warm(warm, tmp_path):
+    """A copy of the warm cache folder in ``tmp_path/"cache"``: its file, and how many
+    functions an import makes."""
+    cache, first = warm
+    shutil.copytree(str(cache), str(tmp_path / "cache"))
+    os.chmod(str(tmp_path / "cache"), 0o700)
+    return cache_file(tmp_path / "cache"), first["served"] + first["made"]
+
+
+def _rewrite(path, change):
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(change(data))
+
+
+def _body(data):
+    start = len(store.MAGIC) + store._LENGTH.size
+    (length,) = store._LENGTH.unpack_from(data, len(store.MAGIC))
+    return start, length, start + length + store._DIGEST
+
+
+def _flip(data, at):
+    return data[:at] + bytes([data[at] ^ 0x40]) + data[at + 1 :]
+
+
+def _entries(path):
+    """The key and the entries of the cache file at ``path``, as stored."""
+    with open(path, "rb") as f:
+        data = f.read()
+    start, length, body = _body(data)
+    return data[start : start + length], marshal.loads(data[body:])
+
+
+def assert_written_anew(path, key, entries):
+    # The same functions again, with this process's handles.
+    assert sorted(store.read(path, key)) == sorted(entries)
+
+
+DAMAGE = {
+    "empty": lambda data: b"",
+    "truncated": lambda data: data[: len(data) // 2],
+    "not ours": lambda data: b"\x7fELF" + data[4:],
+    "a byte of the key": lambda data: _flip(data, _body(data)[0] + 5),
+    "a byte of the digest": lambda data: _flip(data, _body(data)[2] - 3),
+    "a byte of the code": lambda data: _flip(data, len(data) * 2 // 3),
+    "a longer key length": lambda data: (
+        data[: len(store.MAGIC)] + store._LENGTH.pack(len(data)) + data[_body(data)[0] :]
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_file_is_never_used_and_written_anew(warm, tmp_path, damage):
+    path, total = _copy_warm(warm, tmp_path)
+    key, entries = _entries(path)
+    _rewrite(path, DAMAGE[damage])
+    out = report(tmp_path / "cache")
+    # MXNet's own path for every function, then a good file again.
+    assert out["made"] > 1000 and out["made"] + out["served"] == total
+    assert_written_anew(path, key, entries)
+
+
+STRANGE = {
+    # Each keeps the digest right (written through store.write), the form wrong.
+    "not a dict": lambda entries: list(entries.items()),
+    "a value of another shape": lambda entries: {k: v[:3] for k, v in entries.items()},
+    "another function's code": lambda entries: dict(
+        (k, (entries[other][0],) + v[1:])
+        for (k, v), other in zip(entries.items(), list(entries)[1:])
+    ),
+    "the handle elsewhere": lambda entries: {
+        k: v[:3] + ((v[3][0], v[3][1] + 1),) for k, v in entries.items()
+    },
+    "a handle that is not there": lambda entries: {
+        k: v[:2] + (v[2] + 8,) + v[3:] for k, v in entries.items()
+    },
+    "a docstring that is not a str": lambda entries: {
+        k: (v[0], None) + v[2:] for k, v in entries.items()
+    },
+}
+
+
+@pytest.mark.parametrize("strange", sorted(STRANGE))
+def test_entries_of_another_form_are_made_anew(warm, tmp_path, strange):
+    path, total = _copy_warm(warm, tmp_path)
+    key, entries = _entries(path)
+    store.write(path, key, STRANGE[strange](entries))
+    out = report(tmp_path / "cache")
+    assert out["made"] > 1000 and out["made"] + out["served"] == total
+    assert_written_anew(path, key, entries)
+
+
+def test_another_key_is_not_read(warm, tmp_path):
+    # The key holds the library, MXNet, MXNet's generating files, Python, mxcompat and the
+    # operator list: any of them otherwise, and the stored code is not used.
+    path, total = _copy_warm(warm, tmp_path)
+    key, entries = _entries(path)
+    assert b"('mxcompat', '" in key
+    store.write(path, key.replace(b"('mxcompat', '", b"('mxcompat', 'other "), entries)
+    assert report(tmp_path / "cache")["made"] > 1000
+    assert_written_anew(path, key, entries)
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="file owners are POSIX")
+def test_a_file_or_folder_others_may_write_is_not_read(warm, tmp_path):
+    path, total = _copy_warm(warm, tmp_path)
+    key, entries = _entries(path)
+    folder = os.path.dirname(path)
+    before = os.stat(path).st_mtime_ns
+    os.chmod(folder, 0o770)
+    # Not read, not written into.
+    assert report(tmp_path / "cache")["made"] > 1000
+    assert os.stat(path).st_mtime_ns == before
+    os.chmod(folder, 0o700)
+    os.chmod(path, 0o622)
+    out = report(tmp_path / "cache")
+    assert out["made"] > 1000 and out["made"] + out["served"] == total
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600  # written anew, the user's alone
+    assert_written_anew(path, key, entries)
+
+
+def test_a_symbolic_link_is_not_followed(warm, tmp_path):
+    path, total = _copy_warm(warm, tmp_path)
+    elsewhere = str(tmp_path / "elsewhere.bin")  # outside the cache folder
+    os.rename(path, elsewhere)
+    os.symlink(elsewhere, path)
+    assert report(tmp_path / "cache")["made"] > 1000
+    assert not os.path.islink(path)  # replaced by a file of its own
+
+
+def test_an_unwritable_cache_only_costs_time(tmp_path):
+    # A file where the folder would go (permissions do not stop root).
+    blocker = tmp_path / "file"
+    blocker.write_text("in the way")
+    assert report(blocker / "cache")["made"] > 1000
+
+
+def test_processes_that_fill_the_cache_at_once(tmp_path):
+    env = subprocess_env({"MXCOMPAT_OPERATOR_CACHE": str(tmp_path)})
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", REPORT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        for _ in range(4)
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+        assert json.loads(out.decode().splitlines()[-1])["made"] > 1000
+    assert len(os.listdir(str(tmp_path))) == 1  # one file, no temporary one left
+    key, entries = _entries(cache_file(tmp_path))
+    assert sorted(store.read(cache_file(tmp_path), key)) == sorted(entries)
+
+
+def test_the_key_follows_the_library(tmp_path):
+    copy = str(tmp_path / os.path.basename(LIBRARY))
+    shutil.copyfile(LIBRARY, copy)
+    key = operator_cache._key(mx.base, LIBRARY)
+    assert operator_cache._key(mx.base, LIBRARY) == key
+    assert operator_cache._key(mx.base, copy) not in (key, None)
+    before = operator_cache._key(mx.base, copy)
+    st = os.stat(copy)
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    assert operator_cache._key(mx.base, copy) != before
+    assert (", %r)" % elf.build_id(LIBRARY)).encode() in key
+
+
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="needs binutils' readelf")
+def test_the_build_id_is_readelfs():
+    text = subprocess.run(["readelf", "-n", LIBRARY], capture_output=True, text=True).stdout
+    ids = [line.split()[-1] for line in text.splitlines() if "Build ID:" in line]
+    assert ids and elf.build_id(LIBRARY) == ids[0]
+    with pytest.raises(ValueError):
+        elf.build_id(os.path.join(ROOT, "README.md"))
+
+
+def test_listed_as_a_patch_with_its_trap():
+    assert "operator_cache" in mxcompat.patch_names()
+    from mxcompat._core import traps
+
+    assert traps.for_patch("operator_cache")
