@@ -1,19 +1,26 @@
 """``mxcompat install``: which install lines it picks for an interpreter, its refusals, and the
-overrides file shipped for ``uv pip install --overrides``.  The real installs (fresh venvs on
-Python 3.13, and 3.14/3.15 where they exist, from the registry) are
-tests/packaging/test_install.py's."""
+overrides file shipped for ``uv pip install --overrides``.  The real installs of the CPU wheel
+(fresh venvs on Python 3.13, and 3.14/3.15 where they exist, from the registry) are
+tests/packaging/test_install.py's; those of a CUDA wheel, into fresh venvs on Python 3.11 and
+3.13, and what a plain ``import mxnet`` does after them, are here (the gpu-* env).  The .pth's
+own behaviour is tests/cuda/test_plain_import.py's."""
 
 import os
 import shlex
+import subprocess
 import sys
 
 import pytest
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
-from mxcompat._core import versions
+from mxcompat import _envs
+from mxcompat._core import settings, versions
 from mxcompat.cli import install
+from mxcompat.cuda import plain_import
 from tests.support.processes import mxcompat_cmd
+from tests.support.repo import ROOT
+from tests.support.stack import CUDA_BUILD
 
 
 def test_it_picks_the_table_row_of_the_python():
@@ -139,10 +146,13 @@ def test_a_cuda_wheel_is_installed_on_the_table_lines_then_its_libraries():
         ["mxnet-cu117==1.9.1" if a == "mxnet==1.9.1" else a for a in step]
         for step in c.install_steps()
     ]
-    assert [s.split(" install --disable-pip-version-check ")[1] for s in steps[:-1]] == [
+    assert [s.split(" install --disable-pip-version-check ")[1] for s in steps[:-2]] == [
         " ".join(shlex.quote(a) for a in step) for step in expected
     ]
-    assert steps[-1] == "+ then the nvidia-*-cu11 packages its libmxnet.so needs (DT_NEEDED)"
+    assert steps[-2:] == [
+        "+ then the nvidia-*-cu11 packages its libmxnet.so needs (DT_NEEDED)",
+        "+ then %s beside mxnet: a plain `import mxnet` loads them too" % plain_import.NAME,
+    ]
 
 
 @pytest.mark.parametrize(
@@ -178,3 +188,148 @@ def test_a_release_without_cuda_11_wheels_is_refused_naming_the_newest():
     assert str(raised.value).endswith(
         "no release before 1.8 has a CUDA 11 wheel; the newest is mxnet-cu117==1.9.1"
     )
+
+
+# --- mxnet-cu117 into fresh venvs, as a user installs it (the gpu-* env: uv keeps the 2.4 GB of
+# downloads in its cache; the venvs link to it) -------------------------------------------------
+
+_PLAIN = """
+import sys
+try:
+    import mxnet as mx
+    print((mx.nd.ones((2, 3)) * 2).asnumpy().tolist(), mx.context.num_gpus())
+except Exception as exc:
+    print("%s: %s" % (type(exc).__name__, exc))
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("mxcompat", "wrapt")))
+with open("/proc/self/maps") as f:
+    print("nvidia/cudnn/lib/libcudnn.so.8" in f.read())
+"""
+
+
+@pytest.fixture(scope="module")
+def mxcompat_wheel(tmp_path_factory):
+    """This checkout's wheel, built once."""
+    uv = _envs.find_uv(required=False)
+    if uv is None:
+        pytest.fail("the gpu env installs uv")
+    out = str(tmp_path_factory.mktemp("wheel"))
+    built = subprocess.run(
+        [uv, "build", "--wheel", "--out-dir", out, ROOT], capture_output=True, text=True
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = [os.path.join(out, n) for n in os.listdir(out) if n.endswith(".whl")]
+    return uv, wheel
+
+
+def _fresh_cuda_venv(tmp_path, uv, wheel, python_version):
+    """A venv of Python ``python_version`` with this checkout's wheel, then only
+    ``mxcompat install --uv mxnet-cu117==1.9.1``: its Python, that command's output, the env."""
+    python, why = _envs.find_python(uv, python_version)
+    if python is None:
+        pytest.fail(why)
+    env = settings.environ_without_ours()
+    for name in [k for k in env if k.startswith(("PYTHON", "VIRTUAL_ENV"))]:
+        del env[name]
+    env.update(UV_PYTHON_DOWNLOADS="never", PYTHON_COLORS="0", OMP_NUM_THREADS="1")
+    env["PATH"] = os.path.dirname(uv) + os.pathsep + env.get("PATH", "")
+    venv = str(tmp_path / "venv")
+
+    def run(*argv):
+        done = subprocess.run(
+            argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=900
+        )
+        assert done.returncode == 0, "%s\n%s%s" % (argv, done.stdout, done.stderr)
+        return done
+
+    run(uv, "venv", "--python", python, venv)
+    venv_python = os.path.join(venv, "bin", "python")
+    run(uv, "pip", "install", "--python", venv_python, wheel)
+    out = run(os.path.join(venv, "bin", "mxcompat"), "install", "--uv", "mxnet-cu117==1.9.1")
+    return venv_python, out.stdout, env
+
+
+def _site(python, env):
+    return subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout.strip()
+
+
+@pytest.mark.skipif(
+    not CUDA_BUILD, reason="installs mxnet-cu117 (2.4 GB from uv's cache): the gpu-* env only"
+)
+@pytest.mark.parametrize(
+    "python_version", ["3.11", "3.13"], ids=lambda v: "py" + v.replace(".", "")
+)
+def test_a_plain_import_mxnet_after_installing_a_cuda_wheel(
+    tmp_path, mxcompat_wheel, python_version
+):
+    uv, wheel = mxcompat_wheel
+    python, said, env = _fresh_cuda_venv(tmp_path, uv, wheel, python_version)
+    pth = os.path.join(_site(python, env), plain_import.NAME)
+    with open(pth) as f:
+        assert f.read() == plain_import.TEXT
+    # The file is named in the last lines (before the one that says what next).
+    lines = said.splitlines()
+    assert lines[-1] == "Now: mxcompat check (and `import mxcompat` before `import mxnet`)"
+    named = (
+        "A plain `import mxnet` here loads the CUDA libraries from the nvidia-*-cu11 packages "
+        "too (nothing else of mxcompat), by one file: %s (delete it to undo)" % pth
+    )
+
+    def plain():
+        done = subprocess.run(
+            [python, "-c", _PLAIN], capture_output=True, text=True, env=env, cwd=str(tmp_path)
+        )
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+        return done.stdout.splitlines()
+
+    # No CUDA here: the libraries come from the venv's nvidia-*-cu11 packages, and nothing else
+    # of mxcompat is loaded.
+    outcome, modules, from_pip = plain()
+    assert (modules, from_pip) == ("[]", "True")
+    if python_version == "3.11":
+        # MXNet's own stack (NumPy 1.23.5): MXNet computes on mx.cpu(), as it is.
+        assert lines[-2] == named + "."
+        assert outcome == "[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]] 0"
+    else:
+        # NumPy 2: MXNet itself reads names NumPy removed, as the CPU wheel's plain import does;
+        # the install says so, and `import mxcompat` first computes.
+        failure = (
+            "AttributeError: `np.PZERO` was removed in the NumPy 2.0 release. Use `0.0` instead."
+        )
+        assert outcome == failure
+        assert lines[
+            -2
+        ] == "%s; it still fails here for another reason (%s): import mxcompat first." % (
+            named,
+            failure,
+        )
+        fixed = subprocess.run(
+            [python, "-c", "import mxcompat, mxnet as mx; print((mx.nd.ones((2,)) * 3).asnumpy())"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=str(tmp_path),
+        )
+        assert (fixed.returncode, fixed.stdout) == (0, "[3. 3.]\n"), fixed.stderr
+
+    # Removed as the GPU guide says: a plain import is MXNet's own again, the linker's error.
+    os.rename(pth, pth + ".removed")
+    outcome, modules, from_pip = plain()
+    assert outcome.startswith("OSError: lib") and "cannot open shared object file" in outcome
+    assert from_pip == "False"
+    # mxcompat uninstalled, the file left behind: it does nothing and says nothing.
+    os.rename(pth + ".removed", pth)
+    subprocess.run(
+        [uv, "pip", "uninstall", "--python", python, "mxcompat"],
+        capture_output=True,
+        env=env,
+        check=True,
+    )
+    outcome, modules, from_pip = plain()
+    assert outcome.startswith("OSError: lib") and "cannot open shared object file" in outcome
+    assert os.path.isfile(pth)

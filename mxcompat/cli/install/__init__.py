@@ -207,6 +207,9 @@ def main(args: argparse.Namespace) -> int:
             "on %s.\n"
             % (combination.mxnet, versions.wheel_numpy(combination.mxnet), combination.numpy)
         )
+    if cuda_name is not None:
+        # Last but one: the one file written outside pip's and uv's records.
+        cuda.plain_import(out)
     out.write("Now: mxcompat check (and `import mxcompat` before `import mxnet`)\n")
     return 0
 
@@ -214,9 +217,11 @@ def main(args: argparse.Namespace) -> int:
 def _cuda_libraries(args: argparse.Namespace, uv: str | None, out: IO[str]) -> int:
     """The nvidia-*-cu11 packages the installed libmxnet.so names, installed."""
     from ...cuda import libs
+    from ...cuda import plain_import as pth
 
     if args.dry_run:
         out.write("+ then the nvidia-*-cu11 packages its libmxnet.so needs (DT_NEEDED)\n")
+        out.write("+ then %s beside mxnet: a plain `import mxnet` loads them too\n" % pth.NAME)
         return 0
     library = cuda.installed_library(sys.executable)
     wanted = libs.requirements(library) if library else []

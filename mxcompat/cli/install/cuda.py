@@ -78,3 +78,52 @@ def installed_library(python):
         if os.path.isfile(path):
             return path
     return None
+
+
+def plain_import(out):
+    """Write the ``.pth`` of a plain ``import mxnet`` (``mxcompat/cuda/plain_import.py``) beside
+    the installed ``mxnet``, then try such an import in a fresh interpreter and say what it did,
+    naming the file."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from ...cuda import plain_import as pth
+
+    library = installed_library(sys.executable)
+    folder = pth.folder_of(library) if library else None
+    if folder is None:
+        out.write(
+            "mxnet is not in a site folder of this Python (%s): no %s written, so a plain "
+            "`import mxnet` will not find the CUDA libraries; import mxcompat first.\n"
+            % (library and os.path.dirname(os.path.dirname(library)), pth.NAME)
+        )
+        return None
+    try:
+        path = pth.write(folder)
+    except OSError as exc:
+        out.write(
+            "Could not write %s into %s (%s): a plain `import mxnet` will not find the CUDA "
+            "libraries; import mxcompat first.\n" % (pth.NAME, folder, exc)
+        )
+        return None
+    with tempfile.TemporaryDirectory(prefix="mxcompat-install-") as cwd:
+        tried = subprocess.run(
+            [sys.executable, "-c", "import mxnet"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+        )
+    said = (
+        "A plain `import mxnet` here loads the CUDA libraries from the nvidia-*-cu11 packages "
+        "too (nothing else of mxcompat), by one file: %s (delete it to undo)" % path
+    )
+    if tried.returncode == 0:
+        out.write(said + ".\n")
+    else:
+        lines = tried.stderr.strip().splitlines() or ["exit status %d" % tried.returncode]
+        out.write(
+            "%s; it still fails here for another reason (%s): import mxcompat first.\n"
+            % (said, lines[-1])
+        )
+    return path
