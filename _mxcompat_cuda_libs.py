@@ -17,11 +17,20 @@ A module of its own, beside the package rather than in it: importing anything of
 ``import mxcompat`` must still find that undone.  So mxcompat's CUDA modules are loaded here
 under a private name (``_mxcompat_cuda_libs.mxcompat.…``), from the package folder beside this
 file.
+
+PYTEST_DONT_REWRITE
 """
 
 import _thread
 import os
 import sys
+
+# pytest marks the modules of its plugins' distributions for assertion rewriting (mxcompat's
+# plugin ships beside this module) and warns about one already imported, as this one always is
+# where the .pth is: an error under `filterwarnings = error`.  Its opt-out is the marker above,
+# which -OO takes away with the docstring.
+if __doc__ is None:
+    __doc__ = "PYTEST_DONT_REWRITE"
 
 PATCH = "cuda_libs"
 # The package's modules, loaded under this name (see the docstring).

@@ -286,3 +286,20 @@ def test_with_mxcompat_imported_first_its_own_patch_does_the_work(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[3.0, 3.0]", "True", "['_mxcompat_cuda_libs']"]
+
+
+@cuda_only
+def test_pytest_under_filterwarnings_error_runs_here(tmp_path):
+    # mxcompat's pytest plugin makes pytest mark _mxcompat_cuda_libs (same distribution) for
+    # assertion rewriting, and the .pth has imported it before pytest starts.
+    (tmp_path / "test_one.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-W", "error", "-p", "no:cacheprovider", "test_one.py"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        cwd=str(tmp_path),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
