@@ -143,8 +143,8 @@ NDARRAY_SHAPE_EX = (1, 5)
 # mx.util.np_shape(True) from 1.5, V2 otherwise; bool arrays (type flag 7) are made and saved
 # from 1.6; flags 8-12 (int16 ... bfloat16) are defined from 1.7, and the pip wheels make
 # bfloat16 arrays from 1.7 (amp_cast on CPU, given MXNet's own dtype, a structured uint16 named
-# bfloat16; the string "bfloat16" only where NumPy knows it, from ml_dtypes, which 1.8+ import
-# through onnx).  Seen in the wheels' mshadow and by saving.
+# bfloat16; the operators' "bfloat16" only where numpy.dtype() knows it, from ml_dtypes, which
+# 1.7+ import through onnx: patches/bfloat16_name.py).  Seen in the wheels' mshadow, by saving.
 NDARRAY_V3_SAVE = (1, 5)
 NDARRAY_BOOL = (1, 6)
 NDARRAY_BFLOAT16 = (1, 7)

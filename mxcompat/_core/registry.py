@@ -42,6 +42,7 @@ ORDER = (
     "ndarray_to_numpy",
     "unbound_get_params",
     "int_division",
+    "bfloat16_name",
     "onnx",
     "trainer_kvstore_init",
     "dataloader_teardown",

@@ -227,6 +227,26 @@ TRAPS = (
         ),
     ),
     Trap(
+        patch="bfloat16_name",
+        check=None,
+        symptom=(
+            "`TypeError: data type 'bfloat16' not understood` from `mx.nd.amp_cast(x, "
+            "dtype='bfloat16')` (or `Cast`, `zeros`, `mx.sym.amp_cast`…) on one machine, while "
+            "the same code works on another (MXNet 1.7–1.9)"
+        ),
+        cause=(
+            "MXNet's operators read `dtype` with `numpy.dtype()`, which knows `'bfloat16'` "
+            "only once ml_dtypes is loaded; MXNet loads it only by the way, through onnx, "
+            "where onnx is installed"
+        ),
+        ours=(
+            "the name works in every operator with or without onnx and ml_dtypes, on NumPy 1 "
+            "and 2; NumPy itself is unchanged, and `x.astype`, `mx.nd.array` and `mx.sym.var` "
+            "still want MXNet's own dtype, `np.dtype([('bfloat16', np.uint16)])` (patch "
+            "`bfloat16_name`)"
+        ),
+    ),
+    Trap(
         patch="unbound_get_params",
         check="unbound_get_params",
         symptom=(

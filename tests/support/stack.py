@@ -40,6 +40,8 @@ def applicable_patches():
         "python_oo": sys.flags.optimize >= 2,
         # Every 1.x release traps (facts.INT_DIVISION_SIGFPE names no release that raises).
         "int_division": True,
+        # The operators take dtype "bfloat16" from 1.7 (read through numpy.dtype()).
+        "bfloat16_name": facts.since(facts.NDARRAY_BFLOAT16),
         # Every release asserts without a message; before UNBOUND_GET_PARAMS it also refuses
         # a loaded module, so the patch is needed on both sides of that fact.
         "unbound_get_params": True,

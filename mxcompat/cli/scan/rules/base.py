@@ -25,6 +25,7 @@ RUNTIME_ONLY = {
     ("frozen_statistics", "BatchNorm running mean"): "training moves them; no line says so",
     ("fixed_param_names", "module._fixed_param_names"): "only wrong together with freeze()",
     ("int_division", "the same death after"): "the divisor's values are known at run time",
+    ("bfloat16_name", "not understood"): "whether ml_dtypes is loaded, at run time",
     ("unbound_get_params", "after `Module.load"): "fixed by mxcompat on every release",
     ("unbound_get_params", "never initialised"): "a run-time state",
     ("trainer_kvstore_init", "distributed Gluon job"): "a race between workers",
