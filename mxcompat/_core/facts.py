@@ -188,6 +188,10 @@ DIV_SCALAR_IS_INT = (1, 7)
 # release; from this release the race is likely.
 TRAINER_LAZY_KVSTORE_RACE = (1, 7)
 
+# Threads recording autograd at once on arrays they share race on every release ("The any
+# container is empty ... AGInfo", heap corruption, segfaults; patches/autograd_threads.py).
+AUTOGRAD_THREADS_RACE = (1, 3)
+
 # gluon.utils.split_data(..., even_split=False) with a remainder: up to 1.6 the last slice
 # takes all of it (11 rows in 4 slices: 2, 2, 2, 5); from 1.7 it is spread one row each over
 # the first slices, as numpy.array_split does (3, 3, 3, 2).  mxcompat changes neither.

@@ -45,6 +45,7 @@ ORDER = (
     "bfloat16_name",
     "onnx",
     "trainer_kvstore_init",
+    "autograd_threads",
     "dataloader_teardown",
     "dataloader_start_method",
     "dataloader_spawn",  # over dataloader_start_method: both stand in for the same module

@@ -293,6 +293,29 @@ TRAPS = (
         ),
     ),
     Trap(
+        patch="autograd_threads",
+        check=None,
+        symptom=(
+            "several threads record autograd at once on one model (GluonNLP's `Parallel`, "
+            "training steps handed to a thread pool), and runs fail at random: `MXNetError: "
+            "Check failed: type_ != nullptr The any container is empty "
+            "requested=N5mxnet10Imperative6AGInfoE`, `free(): invalid next size`, "
+            "`Segmentation fault` (every release)"
+        ),
+        cause=(
+            "autograd's recording flag is per thread, but recording an operator reads and "
+            "writes the autograd entries of the arrays it reads with no lock: threads that "
+            "share parameters race"
+        ),
+        ours=(
+            "one `MXCompatWarning` when a thread enters `autograd.record()` while another "
+            "records, naming the race and the ways on (record in one thread, or use "
+            "processes; threads on arrays of their own, such as per-device copies, do not "
+            "race); nothing MXNet computes is changed (patch `autograd_threads`); "
+            "`mxcompat scan` finds `autograd.record()` in functions handed to threads (MXC012)"
+        ),
+    ),
+    Trap(
         patch="dataloader_teardown",
         check=None,
         symptom=(

@@ -189,6 +189,59 @@ CASES = {
         """,
         None,
     ),
+    "MXC012": (
+        """\
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+        import gluonnlp as nlp
+        from mxnet import autograd
+
+        def step(net, x):
+            with autograd.record():
+                loss = net(x)
+            loss.backward()
+
+        def worker(net, x):
+            step(net, x)
+
+        class Shard(nlp.utils.Parallelizable):
+            def forward_backward(self, x):
+                with autograd.record():
+                    pass
+
+        threading.Thread(target=worker, args=(net, x)).start()
+        with ThreadPoolExecutor(2) as pool:
+            pool.map(lambda b: train(b), batches)
+
+        def train(b):
+            with mx.autograd.record():
+                pass
+        """,
+        [(7, 10), (16, 14), (24, 10)],
+        """\
+        import threading
+        from concurrent.futures import ProcessPoolExecutor
+        from mxnet import autograd
+
+        def step(net, x):
+            with autograd.record():
+                pass
+
+        def log(message):
+            print(message)
+
+        class Worker(threading.Thread):
+            def run(self):
+                log("no recording here")
+
+        threading.Thread(target=log, args=("x",)).start()
+        with ProcessPoolExecutor(2) as pool:
+            pool.map(step, batches)
+        results = map(step, batches)
+        step(net, x)
+        """,
+        None,
+    ),
 }
 
 

@@ -71,8 +71,9 @@ def python_files(paths):
 class _Context:
     """What a rule may ask while the scanner walks one file."""
 
-    def __init__(self, module):
+    def __init__(self, module, source=b""):
         self.module = module
+        self.source = source  # the file's bytes: a rule may look for a word before walking
         self.scopes = [{}]
         self.exports = set()
         self.numpy_aliases = {"np", "numpy"}
@@ -160,7 +161,7 @@ def scan_source(source, path, selected, fix=False):
         return FileResult(path, [], _parse_error(exc), None, source)
     except RecursionError:
         return FileResult(path, [], "too deeply nested to parse", None, source)
-    ctx = _Context(module)
+    ctx = _Context(module, source)
     scanner = _Scanner(ctx, selected)
     module.visit(scanner)
     located, replacements = [], {}

@@ -9,7 +9,7 @@ the rule finds in code: the patch and a few words of its symptom, checked by a t
 """
 
 # The rules register in the order below, which is the order scan reports them in.
-from . import models, numeric  # noqa: F401
+from . import models, numeric, threads  # noqa: F401
 from .base import (  # noqa: F401
     RULES,
     RUNTIME_ONLY,
