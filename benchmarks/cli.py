@@ -18,6 +18,8 @@ freeze    freezing.py           the registry before/after bind vs ``fixed_param_
 convert   conversion.py         ``to_gluon``/``to_module`` vs copies and file round trips
 memory    conversion_memory.py  each conversion's peak RSS growth (probes/conversion_peak_rss.py)
 import    import_time.py        ``import mxcompat`` before/after mxnet (probes/import_order.py)
+startup   startup.py            an interpreter start that never imports mxnet, with and without
+                                the ``.pth`` of ``mxcompat install mxnet-cu11X``
 onnx      onnx_inference.py     ``to_onnx`` in onnxruntime vs MXNet, and the export itself
 torch     torch_inference.py    ``to_torch``'s module vs MXNet, and the conversion itself
 torchtrain torch_training.py    ``to_torch``'s training step vs the same net in torch.nn layers
@@ -69,6 +71,7 @@ from . import (  # noqa: E402
     mxnet_suite,
     onnx_inference,
     operator_calls,
+    startup,
     torch_inference,
     torch_training,
     trainer_step,
@@ -95,6 +98,7 @@ SECTIONS = [
     ("convert", conversion),
     ("memory", conversion_memory),
     ("import", import_time),
+    ("startup", startup),
     ("onnx", onnx_inference),
     ("torch", torch_inference),
     ("torchtrain", torch_training),
