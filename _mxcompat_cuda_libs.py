@@ -41,8 +41,10 @@ _busy = _thread._local()  # per thread: asking the other finders for mxnet's spe
 
 def install():
     """Put the finder at the front of ``sys.meta_path``, once per process."""
-    if not any(getattr(f, "_mxcompat_cuda_libs", False) for f in sys.meta_path):
-        sys.meta_path.insert(0, Finder())
+    for finder in sys.meta_path:
+        if getattr(finder, "_mxcompat_cuda_libs", False):
+            return
+    sys.meta_path.insert(0, Finder())
 
 
 class Finder:
