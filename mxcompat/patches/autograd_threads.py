@@ -27,6 +27,8 @@ of MXNet's own 4.5 us (MXNet 1.9.1, Python 3.11), next to a step's forward and b
 handed to threads).  Patch name ``autograd_threads``.
 """
 
+from __future__ import annotations
+
 import threading
 
 from .._core.log import warn_once
@@ -49,7 +51,7 @@ MESSAGE = (
 )
 
 _lock = threading.Lock()
-_recording = {}  # thread ident -> how many record() scopes the thread is inside
+_recording: dict[int, int] = {}  # thread ident -> record() scopes it is inside
 
 
 def recording_threads():
