@@ -107,11 +107,11 @@ def _place(code, number):
         return None
     place = None
     for i, function in enumerate(code.co_consts):
-        if not isinstance(function, types.CodeType):
+        if type(function) is not types.CodeType:
             continue
         consts = function.co_consts
         times = consts.count(number)
-        if times > 1 or (times and place) or any(_holds(c, number) for c in consts):
+        if times > 1 or (times and place) or _nested_holds(consts, number):
             return None
         if times:
             j = consts.index(number)
@@ -121,10 +121,14 @@ def _place(code, number):
     return place
 
 
-def _holds(const, number):
-    # Whether a code object nested in the function holds number (MXNet writes none).
-    return isinstance(const, types.CodeType) and (
-        bool(const.co_consts.count(number)) or any(_holds(c, number) for c in const.co_consts)
+def _nested_holds(consts, number):
+    # Whether a code object among consts holds number, at any depth (MXNet nests none).
+    if types.CodeType not in set(map(type, consts)):
+        return False
+    return any(
+        type(c) is types.CodeType
+        and (c.co_consts.count(number) or _nested_holds(c.co_consts, number))
+        for c in consts
     )
 
 
