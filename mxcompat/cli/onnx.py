@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .. import onnx as onnx_export
-from ..convert._common import missing_checkpoint
+from .._core.conversion import missing_checkpoint
 from ._usage import conversion_failed, parse_shape
 
 

@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from ..convert._common import checkpoint_files, missing_checkpoint
+from .._core.conversion import checkpoint_files, missing_checkpoint
 from ._usage import conversion_failed, parse_shape
 
 
@@ -61,21 +61,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def _check(prefix, epoch, symbol_file, params_file):
     """The operators' table; the .params file's names against the graph when it is there."""
-    import json
 
+    from ..formats.checkpoint import CheckpointError, read_symbol
     from ..torch import codegen
-    from ..torch.checkpoint import CheckpointError, read_symbol
 
     try:
         graph = read_symbol(symbol_file)
         if os.path.isfile(params_file):
-            from ..torch.from_checkpoint import Checkpoint
+            from ..formats.checkpoint import Checkpoint
 
             Checkpoint(prefix, epoch)
     except (CheckpointError, ValueError, OSError) as exc:
         sys.stderr.write("mxcompat torch: %s\n" % exc)
         return 1
-    nodes, _ = codegen.load(json.dumps(graph))
+    nodes, _ = codegen.load(graph)
     ops, missing = codegen.needed(nodes)
     for op in sorted(ops):
         sys.stdout.write(
@@ -107,7 +106,7 @@ def main(args: argparse.Namespace) -> int:
         sys.stderr.write("mxcompat torch: --verify-with needs --input-shape (what to run)\n")
         return 1
     try:
-        from ..torch.from_checkpoint import mxnet_importable
+        from .._core.conversion import mxnet_importable
 
         if args.states is not None and not mxnet_importable():
             sys.stderr.write(

@@ -1,36 +1,6 @@
-"""What every module of the conversion needs: MXNet (imported at first use, as mxcompat
-never imports it itself) and errors in mxcompat's words."""
+"""The conversions' arguments, checked before MXNet sees them."""
 
-import os
-
-
-def _mx():
-    import mxnet
-
-    return mxnet
-
-
-def _names(values):
-    return ", ".join(repr(v) for v in values)
-
-
-def _fail(where, message, error=ValueError):
-    return error("mxcompat.%s: %s" % (where, message))
-
-
-def checkpoint_files(prefix, epoch):
-    """MXNet's two files of checkpoint ``(prefix, epoch)``: (symbol file, params file)."""
-    return "%s-symbol.json" % prefix, "%s-%04d.params" % (prefix, epoch)
-
-
-def missing_checkpoint(prefix, epoch, files=None):
-    """None when ``files`` (default: both of the checkpoint's) exist; else the message naming
-    those not found (MXNet's own error there is a C++ stack trace)."""
-    files = checkpoint_files(prefix, epoch) if files is None else files
-    missing = [f for f in files if not os.path.isfile(f)]
-    if not missing:
-        return None
-    return "no checkpoint %s, epoch %d: %s not found" % (prefix, epoch, " and ".join(missing))
+from .._core.conversion import fail, import_mxnet, infer_shapes, quoted
 
 
 def _as_contexts(ctx):
@@ -43,19 +13,12 @@ def _as_contexts(ctx):
 # inside bind or infer_shape, or no error at all: a float dimension is truncated) ----------
 
 
-def _check_flag(value, name, where):
-    # copy="no" is truthy: a typo would silently do the opposite.
-    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
-        return bool(value)
-    raise _fail(where, "%s is True or False, not %r" % (name, value), TypeError)
-
-
 def _check_shape(shape, what, where):
     """``shape`` as a tuple of positive ints; ``what`` names it in the error."""
     import numbers
 
     if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list)):
-        raise _fail(
+        raise fail(
             where,
             "%s: a shape is a tuple of positive ints, e.g. (1, 3, 224, 224), "
             "not %r" % (what, shape),
@@ -64,27 +27,27 @@ def _check_shape(shape, what, where):
     dims = []
     for d in shape:
         if isinstance(d, bool) or not isinstance(d, numbers.Integral):
-            raise _fail(
+            raise fail(
                 where,
                 "%s: the shape %r has a dimension %r that is not an int" % (what, tuple(shape), d),
                 TypeError,
             )
         if d <= 0:
-            raise _fail(
+            raise fail(
                 where,
                 "%s: the shape %r has a dimension %r; every dimension is a "
                 "positive int" % (what, tuple(shape), d),
             )
         dims.append(int(d))
     if not dims:
-        raise _fail(where, "%s: the shape () has no batch dimension" % what)
+        raise fail(where, "%s: the shape () has no batch dimension" % what)
     return tuple(dims)
 
 
 def _check_descs(descs, what, where):
     """``data_shapes``/``label_shapes`` as ``[(name, shape)]``: pairs or ``DataDesc``s."""
     if isinstance(descs, (str, bytes, dict)) or not isinstance(descs, (list, tuple)):
-        raise _fail(
+        raise fail(
             where,
             "%s is a list of (name, shape) pairs, e.g. [('data', (1, 3, 224, "
             "224))], not %r" % (what, descs),
@@ -96,26 +59,26 @@ def _check_descs(descs, what, where):
         shape = getattr(d, "shape", None)
         if name is None:
             if isinstance(d, (str, bytes)) or not isinstance(d, (list, tuple)) or len(d) != 2:
-                raise _fail(where, "%s: %r is not a (name, shape) pair" % (what, d), TypeError)
+                raise fail(where, "%s: %r is not a (name, shape) pair" % (what, d), TypeError)
             name, shape = d
         if not isinstance(name, str) or not name:
-            raise _fail(where, "%s: the name %r is not a non-empty str" % (what, name), TypeError)
+            raise fail(where, "%s: the name %r is not a non-empty str" % (what, name), TypeError)
         pairs.append((name, _check_shape(shape, "%s[%r]" % (what, name), where)))
     names = [n for n, _ in pairs]
     twice = sorted(set(n for n in names if names.count(n) > 1))
     if twice:
-        raise _fail(where, "%s names %s more than once" % (what, _names(twice)))
+        raise fail(where, "%s names %s more than once" % (what, quoted(twice)))
     return pairs
 
 
 def _check_contexts(ctx, name, where):
     """``ctx`` (``None``, a Context or a non-empty list of them) as a list, or ``None``."""
-    mx = _mx()
+    mx = import_mxnet()
     contexts = _as_contexts(ctx)
     if contexts is not None and (
         not contexts or not all(isinstance(c, mx.context.Context) for c in contexts)
     ):
-        raise _fail(
+        raise fail(
             where,
             "%s is an mx.Context (mx.cpu(), mx.gpu(0)) or a non-empty list of "
             "them, not %r" % (name, ctx),
@@ -124,55 +87,25 @@ def _check_contexts(ctx, name, where):
     return contexts
 
 
-def _infer_shapes(symbol, shapes, what, where):
-    """``symbol.infer_shape(**shapes)``, an error in mxcompat's words when they do not fit."""
-    try:
-        # The partial form: infer_shape prints its arguments to stdout before raising.
-        result = symbol.infer_shape_partial(**shapes)
-    except Exception as err:
-        # MXNetError's text is a C++ trace; its "Error in operator" line says what is wrong.
-        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-        reason = next(
-            (line for line in lines if "Error in operator" in line or "Check failed" in line),
-            lines[0] if lines else type(err).__name__,
-        )
-        raise _fail(
-            where,
-            "the %s %s do not fit the model: %s"
-            % (
-                what,
-                ", ".join("%s=%s" % kv for kv in shapes.items()),
-                reason.replace("MXNetError: ", ""),
-            ),
-        ) from None
-    if any(not s or 0 in s for s in result[0] + result[2]):
-        raise _fail(
-            where,
-            "the %s %s are not enough to infer the shapes of the model's "
-            "parameters" % (what, ", ".join("%s=%s" % kv for kv in shapes.items())),
-        )
-    return result
-
-
 def _check_names_list(names, what, where):
     if names is None:
         return None
     if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)):
-        raise _fail(
+        raise fail(
             where, "%s is a list of names, e.g. ('data',), not %r" % (what, names), TypeError
         )
     bad = [n for n in names if not isinstance(n, str) or not n]
     if bad:
-        raise _fail(
+        raise fail(
             where,
-            "%s: %s %s not a non-empty str" % (what, _names(bad), "is" if len(bad) == 1 else "are"),
+            "%s: %s %s not a non-empty str" % (what, quoted(bad), "is" if len(bad) == 1 else "are"),
             TypeError,
         )
     if len(set(names)) != len(names):
-        raise _fail(
+        raise fail(
             where,
             "%s names %s more than once"
-            % (what, _names(sorted(set(n for n in names if list(names).count(n) > 1)))),
+            % (what, quoted(sorted(set(n for n in names if list(names).count(n) > 1)))),
         )
     return list(names)
 
@@ -188,22 +121,22 @@ def _check_bind_shapes(out, data_names, label_names, data_shapes, label_shapes, 
             continue
         given = [n for n, _ in shapes]
         if sorted(given) != sorted(names):
-            raise _fail(
+            raise fail(
                 where,
                 "%s names %s, the module's %s are %s"
                 % (
                     what,
-                    _names(given) or "nothing",
+                    quoted(given) or "nothing",
                     what.split("_")[0] + " names",
-                    _names(names) or "none",
+                    quoted(names) or "none",
                 ),
             )
     pairs = list(data_shapes) + list(label_shapes or [])
     batches = sorted(set(shape[0] for _, shape in pairs))
     if len(batches) > 1:
-        raise _fail(
+        raise fail(
             where,
             "every data and label shape starts with the same batch size; "
             "these start with %s" % ", ".join(map(str, batches)),
         )
-    _infer_shapes(out, dict(pairs), "shapes", where)
+    infer_shapes(out, dict(pairs), "shapes", where)

@@ -6,16 +6,8 @@ optionally with a loss head so that it can ``fit``.
 from __future__ import annotations
 
 from .._core import facts
-from ._common import (
-    _check_bind_shapes,
-    _check_contexts,
-    _check_descs,
-    _check_flag,
-    _check_names_list,
-    _fail,
-    _mx,
-    _names,
-)
+from .._core.conversion import check_flag, fail, import_mxnet, quoted
+from ._common import _check_bind_shapes, _check_contexts, _check_descs, _check_names_list
 from .graph import _add_loss, _block_graph, _block_params
 from .params import _grads_fit, _Placement, _reset_trainer_kvstore
 
@@ -72,24 +64,24 @@ def to_module(
     raise ``ValueError`` naming them.  ``copy``: see docs/guide/convert.md (copy or share).
     """
     where = "to_module"
-    mx = _mx()
+    mx = import_mxnet()
     if not isinstance(block, mx.gluon.HybridBlock):
-        raise _fail(where, "expected a gluon HybridBlock, got %s" % type(block).__name__, TypeError)
+        raise fail(where, "expected a gluon HybridBlock, got %s" % type(block).__name__, TypeError)
     if isinstance(data_names, str) or isinstance(label_names, str):
-        raise _fail(
+        raise fail(
             where, "data_names and label_names are lists of names, e.g. ('data',)", TypeError
         )
     # Every argument checked before anything is built: nothing half-done on a bad one.
     data_names = _check_names_list(data_names, "data_names", where)
     label_names = _check_names_list(label_names, "label_names", where)
-    copy = _check_flag(copy, "copy", where)
+    copy = check_flag(copy, "copy", where)
     if for_training is not None:
-        for_training = _check_flag(for_training, "for_training", where)
+        for_training = check_flag(for_training, "for_training", where)
     contexts = _check_contexts(context, "context", where)
     if data_shapes is not None:
         data_shapes = _check_descs(data_shapes, "data_shapes", where)
     elif label_shapes is not None:
-        raise _fail(where, "label_shapes are for binding, which needs data_shapes too")
+        raise fail(where, "label_shapes are for binding, which needs data_shapes too")
     if label_shapes is not None:
         label_shapes = _check_descs(label_shapes, "label_shapes", where)
     if data_names is None and data_shapes is not None:
@@ -111,18 +103,18 @@ def to_module(
     graph_auxs = out.list_auxiliary_states()
     unknown = [n for n in graph_args + graph_auxs if n not in params]
     if unknown:
-        raise _fail(
+        raise fail(
             where,
             "the graph reads %s, which %s neither an input nor a parameter "
-            "of the block" % (_names(unknown), "is" if len(unknown) == 1 else "are"),
+            "of the block" % (quoted(unknown), "is" if len(unknown) == 1 else "are"),
         )
     uninitialised = [n for n in graph_args + graph_auxs if params[n]._data is None]
     if uninitialised:
-        raise _fail(
+        raise fail(
             where,
             "parameter(s) %s of the block are not initialised; call "
             "initialize() and, for deferred shapes, run one forward pass "
-            "first" % _names(uninitialised),
+            "first" % quoted(uninitialised),
         )
 
     if not facts.since(facts.GLUON_AUX_WRITES_ORDERED):
@@ -136,10 +128,10 @@ def to_module(
             if n not in names and n not in params and n not in label_names
         ]
         if added:
-            raise _fail(
+            raise fail(
                 where,
                 "the loss adds argument(s) %s the block has no values for; a "
-                "loss head may only read the output and the label" % _names(added),
+                "loss head may only read the output and the label" % quoted(added),
             )
     if contexts is None:
         first = params[graph_args[0]] if graph_args else None
@@ -195,7 +187,7 @@ def _bind(
     loss_labels,
     where,
 ):
-    mx = _mx()
+    mx = import_mxnet()
     if loss_labels and label_shapes is None and for_training:
         # The loss op infers its label's shape from the data; bind needs it spelled out.
         shapes = {
@@ -208,7 +200,7 @@ def _bind(
     if not copy:
         for name in graph_args + graph_auxs:
             if params[name].list_ctx() != contexts:
-                raise _fail(
+                raise fail(
                     where,
                     "copy=False with data_shapes moves the block's parameters "
                     "into the module's executors, so the module must run on "

@@ -8,7 +8,7 @@ import functools
 import json
 import re
 
-from ._common import _fail, _mx, _names
+from .._core.conversion import fail, import_mxnet, quoted
 from .shared import IDENTITY_HEADS, LOSS_HEADS, SIGMOID_HEADS, node_attrs
 
 # to_module(loss=...): the head added so the module can fit.
@@ -34,7 +34,7 @@ def _softmax_output_flattens():
     input over all its axes but the first (MXNet's CPU kernel), or over the last axis only
     (the MKLDNN kernel, used by the pip wheels from 1.7 unless MXNET_MKLDNN_ENABLED=0).
     Asked once of MXNet itself, on a 1x2x1x2 input: the build decides, not the version."""
-    mx = _mx()
+    mx = import_mxnet()
     x = mx.nd.array([[[[0.0, 1.0]], [[2.0, 4.0]]]])
     first = mx.nd.SoftmaxOutput(x, mx.nd.zeros((1, 2, 1))).asnumpy()[0, 0, 0, 0]
     # flattened: e^0 / (e^0 + e^1 + e^2 + e^4) = 0.0152; last axis: 1 / (1 + e) = 0.269
@@ -43,7 +43,7 @@ def _softmax_output_flattens():
 
 def _head_symbol(op, attrs, data, name):
     """What loss head ``op`` computes at inference, on symbol ``data``; ``name`` kept."""
-    mx = _mx()
+    mx = import_mxnet()
     if op in IDENTITY_HEADS:
         # Their forward is the identity; a named copy keeps output names unique (1.3's
         # SymbolBlock looks its outputs up by name).
@@ -73,7 +73,7 @@ def _inference_symbol(symbol):
 
     Loss heads are nearly always outputs: those are swapped through the Symbol API (a few
     nodes); parsing and reloading the whole graph is the fallback for any other place."""
-    mx = _mx()
+    mx = import_mxnet()
     text = symbol.tojson()
     heads = {}
     # findall, not a finditer() loop (as freeze.registry._check_glob says why).
@@ -102,7 +102,7 @@ def _inference_symbol(symbol):
 
 def _rewrite_graph(symbol, text):
     """``_inference_symbol`` for any graph: rewrite the JSON (loss heads anywhere)."""
-    mx = _mx()
+    mx = import_mxnet()
     graph = json.loads(text)
     nodes = graph["nodes"]
     if not any(node["op"] in LOSS_HEADS for node in nodes):
@@ -215,18 +215,18 @@ def _module_inference_graph(module, inputs, args):
 
 
 def _add_loss(out, loss, label_name, where):
-    mx = _mx()
+    mx = import_mxnet()
     label = mx.sym.var(label_name)
     if callable(loss):
         return loss(out, label)
     if loss not in _LOSSES:
-        raise _fail(
+        raise fail(
             where,
             "loss=%r: expected one of %s or a callable (output, label) -> "
-            "symbol" % (loss, _names(sorted(_LOSSES))),
+            "symbol" % (loss, quoted(sorted(_LOSSES))),
         )
     if len(out.list_outputs()) != 1:
-        raise _fail(
+        raise fail(
             where,
             "loss=%r needs a block with one output, this one has %d"
             % (loss, len(out.list_outputs())),
@@ -241,7 +241,7 @@ def _add_loss(out, loss, label_name, where):
 def _block_graph(block, input_names, where):
     """(input names, output symbol) of ``block``: its cached graph if it has one, else the
     graph of calling it on symbol variables named ``input_names``."""
-    mx = _mx()
+    mx = import_mxnet()
     cached = getattr(block, "_cached_graph", ())
     if cached:
         inputs, out = cached
@@ -249,10 +249,10 @@ def _block_graph(block, input_names, where):
         if input_names is None or list(input_names) == names:
             return names, out
         if len(input_names) != len(names):
-            raise _fail(
+            raise fail(
                 where,
                 "the block's graph takes %d input(s) (%s), but %d name(s) were "
-                "given (%s)" % (len(names), _names(names), len(input_names), _names(input_names)),
+                "given (%s)" % (len(names), quoted(names), len(input_names), quoted(input_names)),
             )
         renamed = out(**{old: mx.sym.var(new) for old, new in zip(names, input_names)})
         return list(input_names), renamed
@@ -260,13 +260,13 @@ def _block_graph(block, input_names, where):
     try:
         out = block(*[mx.sym.var(n) for n in names])
     except Exception as err:
-        raise _fail(
+        raise fail(
             where,
             "could not build the graph of %s by calling it on %d symbol "
             "input(s) (%s): %s: %s.  Pass one name per input of the block "
             "(data_names, label_names), or hybridize it and run one forward "
             "pass first."
-            % (type(block).__name__, len(names), _names(names), type(err).__name__, err),
+            % (type(block).__name__, len(names), quoted(names), type(err).__name__, err),
         ) from None
     return names, _group(out)
 
@@ -283,7 +283,7 @@ def _block_params(block):
 
 
 def _flat_symbols(out):
-    mx = _mx()
+    mx = import_mxnet()
     if isinstance(out, mx.sym.Symbol):
         return [out]
     flat = []
@@ -293,7 +293,7 @@ def _flat_symbols(out):
 
 
 def _group(out):
-    mx = _mx()
+    mx = import_mxnet()
     flat = _flat_symbols(out)
     return flat[0] if len(flat) == 1 else mx.sym.Group(flat)
 

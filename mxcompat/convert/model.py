@@ -3,7 +3,7 @@ aux_params)`` triple) as its inference graph and the arrays it holds: what ``qua
 ``to_onnx`` hand to MXNet's own functions, which take the triple."""
 
 from .._core import facts
-from ._common import _fail, _mx, _names
+from .._core.conversion import fail, import_mxnet, quoted
 from .graph import (
     _block_graph,
     _block_params,
@@ -17,7 +17,7 @@ def module_arrays(module, where):
     """The module's current values: ``({name: [array per device]}, {name: [...]},
     contexts of those arrays or None if unknown)``."""
     if not module.params_initialized:
-        raise _fail(
+        raise fail(
             where,
             "the module has no parameters yet: call init_params() or "
             "set_params(), or load one with Module.load()",
@@ -44,7 +44,7 @@ def model_graph(model, where, data_names=None, inference=True):
     or a triple's inputs (default: a block's own, else ``data``; a triple's arguments that
     have no value).  ``inference=False`` keeps the loss heads (to_torch's training graph).
     Errors name ``where``, the caller."""
-    mx = _mx()
+    mx = import_mxnet()
     if isinstance(model, mx.mod.Module):
         args, auxs, _ = module_arrays(model, where)
         inputs = _module_inputs(model)
@@ -57,10 +57,10 @@ def model_graph(model, where, data_names=None, inference=True):
         used = [n for n in _parts(symbol) if n not in inputs]
         unset = [n for n in used if n not in params or params[n]._data is None]
         if unset:
-            raise _fail(
+            raise fail(
                 where,
                 "parameter(s) %s of the block are not initialised; call "
-                "initialize() and run one forward pass first" % _names(unset),
+                "initialize() and run one forward pass first" % quoted(unset),
             )
         if not facts.since(facts.GLUON_AUX_WRITES_ORDERED):
             mx.nd.waitall()  # the last training step's BatchNorm statistics must land first
@@ -69,7 +69,7 @@ def model_graph(model, where, data_names=None, inference=True):
         symbol, values = _triple(mx, model, where, inference)
         inputs = list(data_names or [n for n in symbol.list_inputs() if n not in values])
     else:
-        raise _fail(
+        raise fail(
             where,
             "expected a Module, a HybridBlock or a (symbol, arg_params, aux_params) "
             "triple, got %s" % type(model).__name__,
@@ -90,7 +90,7 @@ def _triple(mx, triple, where, inference):
         or not isinstance(triple[0], mx.sym.Symbol)
         or not all(p is None or isinstance(p, dict) for p in triple[1:])
     ):
-        raise _fail(
+        raise fail(
             where,
             "a (symbol, arg_params, aux_params) triple was expected (a "
             "Symbol and two dicts of NDArrays)",

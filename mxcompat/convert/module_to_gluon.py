@@ -5,8 +5,9 @@ architecture by structure; either holding copies of the values, or the module's 
 
 from __future__ import annotations
 
+from .._core.conversion import check_flag, fail, import_mxnet, quoted
 from ..freeze.fixed_param_names import own_fixed_names
-from ._common import _check_contexts, _check_flag, _fail, _mx, _names
+from ._common import _check_contexts
 from .graph import (
     _block_graph,
     _block_params,
@@ -84,13 +85,13 @@ def to_gluon(
     (default: the module's; with ``copy=False`` the arrays stay where they are).
     """
     where = "to_gluon"
-    mx = _mx()
+    mx = import_mxnet()
     if not isinstance(module, mx.mod.Module):
-        raise _fail(where, "expected an mxnet Module, got %s" % type(module).__name__, TypeError)
-    copy = _check_flag(copy, "copy", where)
+        raise fail(where, "expected an mxnet Module, got %s" % type(module).__name__, TypeError)
+    copy = check_flag(copy, "copy", where)
     contexts = _check_contexts(ctx, "ctx", where)
     if block is not None and not isinstance(block, mx.gluon.HybridBlock):
-        raise _fail(
+        raise fail(
             where,
             "block must be a gluon HybridBlock (its graph gives the order of "
             "its parameters), got %s" % type(block).__name__,
@@ -100,7 +101,7 @@ def to_gluon(
     if not copy and contexts is not None:
         have = {a.context for arrays in args.values() for a in arrays}
         if have != set(contexts):
-            raise _fail(
+            raise fail(
                 where,
                 "copy=False shares the module's arrays where they are (%s); "
                 "ctx=%s would need copies" % (sorted(map(str, have)), contexts),
@@ -118,7 +119,7 @@ def to_gluon(
 
 
 def _symbol_block(module, args, auxs, values, where):
-    mx = _mx()
+    mx = import_mxnet()
     inputs = _module_inputs(module)
     symbol, arg_names = _module_inference_graph(module, inputs, args)
     dtypes = {}
@@ -169,19 +170,19 @@ def _symbol_block(module, args, auxs, values, where):
 def _check_present(arg_names, aux_names, args, auxs, where):
     missing = [n for n in arg_names if n not in args] + [n for n in aux_names if n not in auxs]
     if missing:
-        raise _fail(
+        raise fail(
             where,
             "the module's symbol needs %s, which %s neither data nor "
             "parameters of the module (labels of a loss mxcompat cannot replace "
             "at inference, or parameters the module lacks)"
-            % (_names(missing), "is" if len(missing) == 1 else "are"),
+            % (quoted(missing), "is" if len(missing) == 1 else "are"),
         )
 
 
 def _load_into(block, module, args, auxs, values, where):
-    mx = _mx()
+    mx = import_mxnet()
     if not isinstance(block, mx.gluon.HybridBlock):
-        raise _fail(
+        raise fail(
             where,
             "block must be a gluon HybridBlock (its graph gives the order of "
             "its parameters), got %s" % type(block).__name__,
@@ -238,7 +239,7 @@ def _load_into(block, module, args, auxs, values, where):
             else:
                 pairs.append((params[theirs[i]], arrays[mine[i]]))
     if problems:
-        raise _fail(
+        raise fail(
             where,
             "the module does not match the block (nothing was loaded):\n  " + "\n  ".join(problems),
         )

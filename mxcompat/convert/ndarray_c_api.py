@@ -16,14 +16,14 @@ properties are used (``_Properties``, the same answers, tested side by side).
 import ctypes
 
 from .._core import facts
-from ._common import _mx
+from .._core.conversion import import_mxnet
 
 
 class _Properties:
     """The reference: MXNet's own properties and allocation."""
 
     def __init__(self):
-        mx = _mx()
+        mx = import_mxnet()
         self._ndarray = mx.nd.NDArray
         self._new_alloc_handle = mx.nd.ndarray._new_alloc_handle
 
@@ -66,7 +66,7 @@ class _Direct:
 
     @staticmethod
     def _lookups():
-        mx = _mx()
+        mx = import_mxnet()
         lib = mx.base._LIB
         found = {
             "_check": mx.base.check_call,
@@ -129,7 +129,9 @@ class _Direct:
             import numpy as np
 
             # Kept in the process's table: a name's code never changes either.
-            code = self._codes[dtype] = _mx().nd.ndarray._DTYPE_NP_TO_MX[np.dtype(dtype).type]
+            code = self._codes[dtype] = import_mxnet().nd.ndarray._DTYPE_NP_TO_MX[
+                np.dtype(dtype).type
+            ]
         dims = self._shapes.get(shape)
         if dims is None:
             dims = self._shapes[shape] = (ctypes.c_uint * len(shape))(*shape)

@@ -7,8 +7,8 @@ contexts: the other parameters on the same contexts get the fields it set.
 """
 
 from .._core import facts
+from .._core.conversion import import_mxnet
 from . import ndarray_c_api
-from ._common import _mx
 
 
 class _Placed:
@@ -106,7 +106,7 @@ class _Placement:
         self._variables, self._gradients, self._reqs = [], [], []
         if len(set(reqs)) == 1:  # one name for all: MXNet maps it once, not per array
             reqs = reqs[0]
-        _mx().autograd.mark_variables(variables, gradients, reqs)
+        import_mxnet().autograd.mark_variables(variables, gradients, reqs)
 
 
 def _init_without_grads(param, arrays, contexts):

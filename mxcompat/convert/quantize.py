@@ -13,14 +13,8 @@ interpreter at bind, so ``quantize`` refuses them up front with the reason.
 from __future__ import annotations
 
 from .._core import facts
-from ._common import (
-    _check_bind_shapes,
-    _check_contexts,
-    _check_descs,
-    _check_names_list,
-    _fail,
-    _names,
-)
+from .._core.conversion import fail, quoted
+from ._common import _check_bind_shapes, _check_contexts, _check_descs, _check_names_list
 from .model import model_graph
 
 # Names for annotations only: type checkers take this block as run, Python never runs it.
@@ -63,20 +57,20 @@ def _calib_iter(mx, calib_data, data_names):
     import numpy as np
 
     if not arrays or not all(isinstance(a, (mx.nd.NDArray, np.ndarray)) for a in arrays):
-        raise _fail(
+        raise fail(
             "quantize",
             "calib_data is a DataIter, an NDArray (or NumPy array) or a "
             "list of them, one per input, not %r" % (calib_data,),
             TypeError,
         )
     if len(arrays) != len(data_names):
-        raise _fail(
+        raise fail(
             "quantize",
             "calib_data has %d array(s), the model has %d input(s): %s"
-            % (len(arrays), len(data_names), _names(data_names)),
+            % (len(arrays), len(data_names), quoted(data_names)),
         )
     if not all(a.ndim and a.shape[0] for a in arrays) or len(set(a.shape[0] for a in arrays)) != 1:
-        raise _fail(
+        raise fail(
             "quantize",
             "calib_data's arrays need the same number (> 0) of examples "
             "along their first axis, not shapes %s"
@@ -122,16 +116,16 @@ def quantize(
     # keyword is a TypeError of the function it reaches).
     contexts = _check_contexts(ctx, "ctx", where)
     if contexts is not None and len(contexts) != 1:
-        raise _fail(where, "ctx is one mx.Context, not %r" % (ctx,), TypeError)
+        raise fail(where, "ctx is one mx.Context, not %r" % (ctx,), TypeError)
     ctx = contexts[0] if contexts else mx.cpu()
     if calib_mode not in _CALIB_MODES:
-        raise _fail(where, "calib_mode=%r: expected one of %s" % (calib_mode, _names(_CALIB_MODES)))
+        raise fail(where, "calib_mode=%r: expected one of %s" % (calib_mode, quoted(_CALIB_MODES)))
     if quantized_dtype not in _DTYPES:
-        raise _fail(
-            where, "quantized_dtype=%r: expected one of %s" % (quantized_dtype, _names(_DTYPES))
+        raise fail(
+            where, "quantized_dtype=%r: expected one of %s" % (quantized_dtype, quoted(_DTYPES))
         )
     if calib_mode != "none" and calib_data is None:
-        raise _fail(
+        raise fail(
             where,
             "calib_mode=%r needs calib_data (a DataIter, an array or a list "
             "of arrays), or calib_mode='none'" % calib_mode,
@@ -141,7 +135,7 @@ def quantize(
         or not isinstance(num_calib_examples, int)
         or num_calib_examples <= 0
     ):
-        raise _fail(
+        raise fail(
             where, "num_calib_examples is a positive int, not %r" % (num_calib_examples,), TypeError
         )
     if excluded_sym_names is not None:
@@ -151,10 +145,10 @@ def quantize(
         data_shapes = _check_descs(data_shapes, "data_shapes", where)
     unknown = sorted(set(kwargs) - _accepted_options(qz, ctx))
     if unknown:
-        raise _fail(
+        raise fail(
             where,
             "unknown keyword argument(s) %s for MXNet %s's %s"
-            % (_names(unknown), mx.__version__, _function_name(ctx)),
+            % (quoted(unknown), mx.__version__, _function_name(ctx)),
             TypeError,
         )
     if quantized_dtype == "auto" and not facts.since(facts.QUANTIZE_AUTO_DTYPE):

@@ -7,8 +7,9 @@ import contextlib
 import os
 
 from .._core import facts
+from .._core.conversion import fail, import_mxnet, quoted
 from .._core.scope import SharedScope
-from ._common import _check_shape, _fail, _mx, _names
+from ._common import _check_shape
 
 # Loss heads, the operators a Module ends in that need a label at training, grouped by what
 # they compute at inference (Module.predict).  "Softmax" is the pre-1.0 name of SoftmaxOutput,
@@ -27,7 +28,7 @@ def node_attrs(node):
 
 def known_shapes(model):
     """The input shapes a bound Module knows: ``{name: shape}`` (``{}`` for anything else)."""
-    if not isinstance(model, _mx().mod.Module) or not model.binded:
+    if not isinstance(model, import_mxnet().mod.Module) or not model.binded:
         return {}
     return {
         d.name if hasattr(d, "name") else d[0]: d.shape if hasattr(d, "shape") else d[1]
@@ -42,24 +43,24 @@ def shape_list(input_shapes, inputs, known, where):
     if input_shapes is None:
         if all(n in known for n in inputs):
             return [tuple(known[n]) for n in inputs]
-        raise _fail(
+        raise fail(
             where,
             "input_shapes is needed for %s (e.g. input_shapes=[(1, 3, 224, "
             "224)] or {'data': (1, 3, 224, 224)}); only a bound Module knows its own"
-            % _names(inputs),
+            % quoted(inputs),
         )
     if isinstance(input_shapes, dict):
         missing = [n for n in inputs if n not in input_shapes]
         extra = [n for n in input_shapes if n not in inputs]
         if missing or extra:
-            raise _fail(
+            raise fail(
                 where,
                 "input_shapes names %s, the model's inputs are %s"
-                % (_names(input_shapes), _names(inputs)),
+                % (quoted(input_shapes), quoted(inputs)),
             )
         return [_check_shape(input_shapes[n], "input_shapes[%r]" % n, where) for n in inputs]
     if isinstance(input_shapes, (str, bytes)) or not isinstance(input_shapes, (list, tuple)):
-        raise _fail(
+        raise fail(
             where,
             "input_shapes is a list of shapes, a dict of them by input name "
             "or one shape, e.g. [(1, 3, 224, 224)], not %r" % (input_shapes,),
@@ -80,10 +81,10 @@ def shape_list(input_shapes, inputs, known, where):
         _check_shape(shape_of(s), "input_shapes[%d]" % i, where) for i, s in enumerate(shapes)
     ]
     if len(shapes) != len(inputs):
-        raise _fail(
+        raise fail(
             where,
             "%d input shape(s) given, the model has %d input(s): %s"
-            % (len(shapes), len(inputs), _names(inputs)),
+            % (len(shapes), len(inputs), quoted(inputs)),
         )
     return shapes
 

@@ -11,8 +11,8 @@ import os
 import threading
 
 from .._core import facts
+from .._core.conversion import fail, import_mxnet, quoted
 from .._core.scope import SharedScope
-from ._common import _fail, _mx, _names
 
 
 def _swap(owner, attr, value):
@@ -31,7 +31,7 @@ def _row_sparse_nodes(symbol):
     refuses: read in one C call (``MXSymbolListAttr``, what ``Symbol.attr_dict`` reads:
     every node's attributes as ``node$key``, value), where SymbolBlock's own walk makes two
     per node (ResNet-50: 474 nodes, a third of its SymbolBlock)."""
-    mx = _mx()
+    mx = import_mxnet()
     size, pairs = mx.base.mx_uint(), ctypes.POINTER(ctypes.c_char_p)()
     mx.base.check_call(
         mx.base._LIB.MXSymbolListAttr(symbol.handle, ctypes.byref(size), ctypes.byref(pairs))
@@ -57,7 +57,7 @@ _walk_checked = threading.local()  # .on: this thread checked SymbolBlock's stor
 
 
 def _install_shortcuts():
-    mx = _mx()
+    mx = import_mxnet()
     symbol_class = mx.sym.Symbol
     # 1.3/1.4 iterate by name, which is quadratic (SymbolBlock's walk of ResNet-50: ~120 ms);
     # by index gives the same items wherever names are unique (and the right ones where they
@@ -95,10 +95,10 @@ def _storage_walk_skipped(symbol, where):
     threads converting at once share the one change (``_core.scope.SharedScope``)."""
     found = _row_sparse_nodes(symbol)
     if found:
-        raise _fail(
+        raise fail(
             where,
             "a Gluon SymbolBlock cannot hold row_sparse parameters, and the module's "
-            "graph has %s" % _names(found),
+            "graph has %s" % quoted(found),
         )
     with _shortcuts:
         _walk_checked.on = True
@@ -130,11 +130,11 @@ def _wrap_infer_param_types(saved, default):
 
 def _install_dtypes_given():
     global _dtypes_wrapper
-    block = _mx().gluon.block
+    block = import_mxnet().gluon.block
     saved = block.__dict__["_infer_param_types"]
     wrapped, wrapper = _dtypes_wrapper
     if wrapped is not saved:
-        wrapper = _wrap_infer_param_types(saved, _mx().base.mx_real_t)
+        wrapper = _wrap_infer_param_types(saved, import_mxnet().base.mx_real_t)
         _dtypes_wrapper = (saved, wrapper)
     # Another thread building a SymbolBlock meanwhile infers as before.
     return _swap(block, "_infer_param_types", wrapper)

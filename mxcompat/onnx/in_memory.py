@@ -7,7 +7,7 @@ import json
 import sys
 
 from .._core import facts
-from ..convert._common import _check_flag, _fail, _infer_shapes, _mx
+from .._core.conversion import check_flag, fail, import_mxnet, infer_shapes
 from ..convert.model import model_graph
 from ..convert.shared import known_shapes, shape_list
 from .mxnet_exporter import (
@@ -49,7 +49,7 @@ def _without_noop_reshape_like(symbol, shapes):
     """``symbol`` with each ``reshape_like`` whose input already has the shape made a copy.
     The SoftmaxOutput head of to_gluon (``convert.graph._head_symbol``) ends in one, which the
     exporter before 1.9 cannot convert; on a classifier's 2-d output it changes nothing."""
-    mx = _mx()
+    mx = import_mxnet()
     graph = json.loads(symbol.tojson())
     nodes = graph["nodes"]
     if not any(n["op"] == "reshape_like" for n in nodes):
@@ -137,35 +137,35 @@ def to_onnx(
     import numbers
     import os
 
-    verify = _check_flag(verify, "verify", "to_onnx")
+    verify = check_flag(verify, "verify", "to_onnx")
     for name, value in (("rtol", rtol), ("atol", atol)):
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
-            raise _fail(
+            raise fail(
                 "to_onnx",
                 "%s is a number >= 0, not %r" % (name, value),
                 TypeError if not isinstance(value, numbers.Real) else ValueError,
             )
     if path is not None and not isinstance(path, (str, os.PathLike)):
         # onnx.save takes an int as a file descriptor: the model would go to that fd.
-        raise _fail(
+        raise fail(
             "to_onnx", "path is a file name (str or os.PathLike), not %r" % (path,), TypeError
         )
     if opset is not None and (isinstance(opset, bool) or not isinstance(opset, numbers.Integral)):
-        raise _fail("to_onnx", "opset is an int, not %r" % (opset,), TypeError)
+        raise fail("to_onnx", "opset is an int, not %r" % (opset,), TypeError)
     _import_onnx("mxcompat.to_onnx")
     if verify:
         _import_onnxruntime()
-    mx = _mx()
+    mx = import_mxnet()
     symbol, arg_params, aux_params, inputs = model_graph(model, "to_onnx")
     params = {**arg_params, **aux_params}
     shapes = shape_list(input_shapes, inputs, known_shapes(model), "to_onnx")
     # MXNet's exporter infers shapes itself and fails inside (a TypeError on a None shape).
-    _infer_shapes(symbol, dict(zip(inputs, shapes)), "input shape(s)", "to_onnx")
+    infer_shapes(symbol, dict(zip(inputs, shapes)), "input shape(s)", "to_onnx")
     low, high = _opsets()
     if opset is None:
         opset = high
     elif not low <= opset <= high:
-        raise _fail(
+        raise fail(
             "to_onnx",
             "opset=%r: MXNet %s's exporter writes opset %s"
             % (opset, mx.__version__, low if low == high else "%d to %d" % (low, high)),
@@ -176,7 +176,7 @@ def to_onnx(
         symbol = _without_noop_reshape_like(symbol, dict(zip(inputs, shapes)))
     missing = _unconvertible(symbol, converters)
     if missing:
-        raise _fail(
+        raise fail(
             "to_onnx",
             "MXNet %s's ONNX exporter (opset %d) cannot convert operator%s %s"
             % (mx.__version__, opset, "s" if len(missing) > 1 else "", _describe_missing(missing)),

@@ -4,13 +4,13 @@ they part.  Loaded at the first verification only."""
 import json
 import sys
 
-from ..convert._common import _mx
+from .._core.conversion import import_mxnet
 from ..convert.shared import no_subgraph_backend, worst_difference
 from .mxnet_exporter import _import_onnxruntime
 
 
 def _mxnet_outputs(symbol, params, feed):
-    mx = _mx()
+    mx = import_mxnet()
     executor = symbol.simple_bind(
         mx.cpu(), grad_req="null", **{n: v.shape for n, v in feed.items()}
     )
@@ -50,7 +50,7 @@ def _verify(model, symbol, params, inputs, shapes, rtol, atol):
             "(opset %d): %s"
             % (
                 sys.modules["onnxruntime"].__version__,
-                _mx().__version__,
+                import_mxnet().__version__,
                 model.opset_import[0].version,
                 str(err).strip(),
             )
@@ -106,7 +106,7 @@ def _first_difference(model, symbol, params, feed, rtol, atol):
     try:
         # Only the operators' outputs: a Group of the internals with their variables
         # cannot be bound on every release.
-        probe_symbol = _mx().sym.Group([internals[mx_names.index(n)] for n in wanted])
+        probe_symbol = import_mxnet().sym.Group([internals[mx_names.index(n)] for n in wanted])
         with no_subgraph_backend():
             expected = dict(zip(wanted, _mxnet_outputs(probe_symbol, params, feed)))
         names, actual = _onnx_outputs(probe, feed)

@@ -9,14 +9,13 @@ and its attributes, the registries), ``layers`` and ``tensors`` (one per operato
 node), ``tree`` (each block's call), ``body`` (a class's forward), ``classes`` (the classes,
 shared between like blocks) and ``expr`` (the structure and its layout); ``runtime`` (MXNet's
 operators in torch, what the written code calls as ``mxops``), ``convert`` (``to_torch``),
-``from_checkpoint`` (a checkpoint's files to a module without MXNet, and the verification in
-another interpreter), ``verify`` (node by node against MXNet), ``optim``
+``sources`` (what is converted, asked once: a Gluon block, a Module, a triple, a checkpoint,
+each building the one graph), ``verify`` (node by node against MXNet), ``mxnet_side`` (MXNet's
+outputs computed by another Python), ``optim``
 (``to_torch_optimizer``), ``optim_rules`` (MXNet's update rules and schedulers in torch only,
 copied beside model.py as ``mxnet_optim.py``), ``optim_state`` (the optimizer's states read
-from a Trainer, a Module or a states file), ``checkpoint`` (MXNet's ``.params``, symbol JSON
-and, through ``states_file``, states files read with NumPy alone: no mxnet, no torch;
-``ndarray_file`` the NDArray layouts both read), ``export`` (the files ``mxcompat torch``
-writes)."""
+from a Trainer, a Module or a states file: ``mxcompat.formats`` reads the files), ``export``
+(the files ``mxcompat torch`` writes)."""
 
 from .convert import to_torch
 from .optim import to_torch_optimizer

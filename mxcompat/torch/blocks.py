@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
+from .layers import RNN_PIECE
 from .nodes import LAYERS, Node
 from .tree import Block, Blocks, Graph, _attribute, _walk
 
@@ -18,9 +19,9 @@ _OUTPUT = re.compile(r"_output\d*$")
 def gluon_blocks(block: Any, input_names: Sequence[str], graph: Graph) -> Blocks | None:
     """The tree of the Gluon ``block``, or None where its trace does not name the graph's nodes
     (a block called twice, a graph built otherwise)."""
-    from ..convert._common import _mx
+    from .._core.conversion import import_mxnet
 
-    mx = _mx()
+    mx = import_mxnet()
     sequential = tuple(
         c for c in (getattr(mx.gluon.nn, n, None) for n in ("HybridSequential", "Sequential")) if c
     )
@@ -95,8 +96,12 @@ _SUFFIXES = (
 def name_blocks(graph: Graph) -> Blocks | None:
     """The tree Gluon's name prefixes spell, or None where the names spell none."""
     owners: dict[str, tuple[str, str]] = {}  # parameter -> (prefix, attribute)
+    pieces = {name for names in graph.rnn_pieces.values() for name in names}
     for name in graph.shapes:
         suffix = next((s for s in _SUFFIXES if name.endswith("_" + s)), None)
+        piece = RNN_PIECE.search(name) if name in pieces else None
+        if piece is not None:  # an RNN layer's l0_i2h_weight: the layer's own
+            suffix = piece.group(0)
         if suffix is None:
             if "_" not in name:
                 return None
@@ -108,12 +113,17 @@ def name_blocks(graph: Graph) -> Blocks | None:
         return None
     first = {ps[0] for ps in parts.values()}
     strip = 1 if len(first) == 1 and all(len(ps) > 1 for ps in parts.values()) else 0
-    if all(len(ps) - strip < 2 for ps in parts.values()):
-        return None  # no nesting: the flat module says as much
+    if not strip and all(len(ps) < 2 for ps in parts.values()):
+        return None  # no nesting, no model's name: the flat module says as much
     root = Block("")
     by_prefix: dict[str, Block] = {}
     blocks: dict[str, Block] = {"": root}
-    for p in sorted(prefixes, key=lambda q: [int(t) if t.isdigit() else t for t in parts[q]]):
+    # Children in the order the graph first reads them, as print(model) shows a block's.
+    seen = {n["name"]: i for i, n in reversed(list(enumerate(graph.nodes)))}
+    rank: dict[str, int] = {}
+    for name, (prefix, _) in owners.items():
+        rank[prefix] = min(rank.get(prefix, len(seen)), seen.get(name, len(seen)))
+    for p in sorted(prefixes, key=lambda q: rank[q]):
         comps = parts[p][strip:]
         path = ""
         parent = root

@@ -150,6 +150,8 @@ class _Body:
             if any(e is None for e in pieces):
                 raise NotATree("%s reads another block's parameters" % node["name"])
             n.args[1] = Lit([e for e in pieces if e is not None])
+        for k in self.p.g.zero_states.get(i, ()):
+            n.args[k] = Var("None")  # the RNN starts from zeros
         expr, count = emitter(n)
         return _Stmt([(i, k) for k in range(count)], expr, node["name"], count, i)
 
@@ -159,7 +161,9 @@ class _Body:
             args = [Call("torch.flatten", (args[0], 1))]
         name = child.block.name
         fn = "self." + name if name.isidentifier() else "getattr(self, %s)" % literal(name)
-        expr = Call(fn, tuple(args))
+        expr: Expr = Call(fn, tuple(args))
+        if child.kind == "layer" and child.layer is not None and child.layer.output:
+            expr = Index(expr, child.layer.output)
         base = _attribute(name) if name.isidentifier() else "x%s" % re.sub(r"\W", "_", name)
         return _Stmt(list(child.outputs), expr, None, len(child.outputs), min(child.nodes), base)
 

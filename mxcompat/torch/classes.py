@@ -232,16 +232,16 @@ def _group(
         groups.setdefault(key, []).append((t, leaves))
     ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
     result = []
+    children: dict[str, set[str]] = {}  # a class named here -> its attributes
     for key, members in ordered:
         name = key[0]
+        attrs = {a for a, _ in members[0][0].init}
         if not members[0][0].call.block.path:
             name = root
         elif name in taken:
-            i = 2
-            while "%s%d" % (name, i) in taken:
-                i += 1
-            name = "%s%d" % (name, i)
+            name = _variant(name, attrs, children.get(name), taken)
         taken.add(name)
+        children.setdefault(name, attrs)
         columns = list(zip(*[[v for _, v in leaves] for _, leaves in members]))
         leaf_hints = [h for h, _ in members[0][1]]
         arguments: list[str] = []
@@ -272,6 +272,21 @@ def _group(
             per_instance.append((t, [Lit(own[a]) for a in arguments]))
         result.append((name, arguments, per_instance))
     return result
+
+
+def _variant(name: str, attrs: set[str], first: set[str] | None, taken: set[str]) -> str:
+    """The name of a second class for blocks of Gluon class ``name``: after the child it has
+    and the first lacks (``BasicBlockV1WithDownsample``), else a number."""
+    extra = sorted(a for a in attrs - (first or set()) if a.isidentifier())
+    if first is not None and extra:
+        variant = name + "With" + "".join(p.capitalize() for p in extra[0].split("_"))
+        if variant not in taken:
+            return variant
+    joint = "_" if name[-1:].isdigit() else ""
+    i = 2
+    while "%s%s%d" % (name, joint, i) in taken:
+        i += 1
+    return "%s%s%d" % (name, joint, i)
 
 
 def _arg_name(hint: str, taken: list[str]) -> str:

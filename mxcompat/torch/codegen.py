@@ -24,9 +24,11 @@ SUPPORTED = tuple(sorted(EMITTERS))
 # --- the graph ------------------------------------------------------------------------------------
 
 
-def load(text):
-    """(nodes, heads) of a symbol's JSON, each node ``{"op", "name", "attrs", "inputs"}``."""
-    graph = json.loads(text)
+def load(graph):
+    """(nodes, heads) of a symbol's JSON (text, or parsed), each node ``{"op", "name", "attrs",
+    "inputs"}``."""
+    if isinstance(graph, str):
+        graph = json.loads(graph)
     nodes = []
     for node in graph["nodes"]:
         attrs = node_attrs(node)
@@ -66,6 +68,34 @@ def unsupported_message(op, nodes, detail=None):
         " with %s" % detail if detail else "",
         ", ".join(SUPPORTED),
     )
+
+
+def _zero_states(nodes, heads):
+    """{RNN node index: positions of its state inputs} where those states are zeros of a batch
+    size left to inference, read by that node alone: Gluon's RNN layers called without states
+    (``begin_state``).  The RNN then starts from zeros itself, as ``nn.LSTM`` does."""
+    users = {}
+    for i, node in enumerate(nodes):
+        for j, _ in node["inputs"]:
+            users.setdefault(j, set()).add(i)
+    for j, _ in heads:
+        users.setdefault(j, set()).add(-1)
+    found = {}
+    for i, node in enumerate(nodes):
+        if node["op"] != "RNN":
+            continue
+        positions = (2, 3) if node["attrs"].get("mode") == "lstm" else (2,)
+        if len(node["inputs"]) <= positions[-1]:
+            continue
+        for k in positions:
+            j, _ = node["inputs"][k]
+            source = nodes[j]
+            shape = _tuple(source["attrs"].get("shape"))
+            if source["op"].strip("_") != "zeros" or 0 not in shape or users.get(j) != {i}:
+                break
+        else:
+            found[i] = positions
+    return found
 
 
 def _rnn_pieces(nodes, heads, params):

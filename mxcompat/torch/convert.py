@@ -10,9 +10,8 @@ import linecache
 import numbers
 import sys
 
-from ..convert._common import _check_flag, _fail, _mx, _names
-from ..convert.model import model_graph
-from ..convert.shared import known_shapes, shape_list
+from .._core.conversion import check_flag, fail
+from ..convert.shared import shape_list
 from . import classes, codegen, tree
 from .nodes import Unsupported
 
@@ -42,86 +41,6 @@ def import_torch(where="mxcompat.to_torch"):
     return torch
 
 
-def _is_checkpoint(model):
-    import os
-
-    return (
-        isinstance(model, tuple)
-        and len(model) == 2
-        and isinstance(model[0], (str, os.PathLike))
-        and isinstance(model[1], numbers.Integral)
-        and not isinstance(model[1], bool)
-    )
-
-
-def _frozen_names(model, names, aux):
-    """The parameters MXNet would not train: a Module's fixed_param_names, a Gluon
-    Parameter's grad_req 'null', and mxcompat's freeze registry (statistics: the registry
-    only).  ``aux``: the graph's auxiliary states."""
-    from ..freeze import is_frozen
-
-    frozen = {n for n in names if is_frozen(n)}
-    if _is_checkpoint(model):
-        return frozen & set(names)  # a checkpoint says nothing more (and MXNet may be absent)
-    mx = _mx()
-    if isinstance(model, mx.mod.Module):
-        frozen.update(getattr(model, "_fixed_param_names", None) or ())
-    elif isinstance(model, mx.gluon.HybridBlock):
-        for param in model.collect_params().values():
-            # Gluon makes every BatchNorm statistic grad_req 'null' and still moves it in a
-            # training forward: that 'null' freezes nothing.
-            if param.grad_req == "null" and param.name not in aux:
-                frozen.add(param.name)
-    return frozen & set(names)
-
-
-def _analyse(model):
-    """(graph JSON, auxiliary state names, {name: array}, known input shapes, the symbol or
-    the checkpoint).  A checkpoint is read by checkpoint.py whether MXNet is installed or not:
-    one path, the same model.py and weights either way."""
-    if _is_checkpoint(model):
-        from .from_checkpoint import Checkpoint
-
-        ckpt = Checkpoint(*model)
-        return ckpt.text, ckpt.aux, ckpt.params, {}, ckpt
-    symbol, arg_params, aux_params, _ = model_graph(model, WHERE, inference=False)
-    params = dict(arg_params, **aux_params)
-    aux = set(symbol.list_auxiliary_states())
-    return symbol.tojson(), aux, params, known_shapes(model), symbol
-
-
-def _graph(text, aux, params, frozen):
-    """The ``tree.Graph`` of the symbol JSON ``text``: its nodes, the arrays' shapes, the
-    frozen parameters and the BatchNorm nodes whose statistics are frozen."""
-    nodes, heads = codegen.load(text)
-    ops, missing = codegen.needed(nodes)
-    if missing:
-        raise _fail(WHERE, _unsupported_all(ops, missing), NotImplementedError)
-    variables = [n["name"] for n in nodes if n["op"] == "null"]
-    missing_aux = [n for n in variables if n in aux and n not in params]
-    if missing_aux:
-        raise _fail(WHERE, "auxiliary state(s) %s have no value" % _names(missing_aux))
-    shapes = {n: tuple(params[n].shape) for n in variables if n in params}
-    frozen_stats = set()
-    for node in nodes:
-        if node["op"] == "BatchNorm":
-            stats = [nodes[j]["name"] for j, _ in node["inputs"][3:5]]
-            if any(s in frozen for s in stats):
-                frozen_stats.add(node["name"])
-    graph = tree.Graph(nodes, heads, shapes, set(aux) & set(shapes), set(frozen), frozen_stats)
-    graph.rnn_pieces, graph.skipped = codegen._rnn_pieces(nodes, heads, shapes)
-    return graph
-
-
-def _unsupported_all(ops, missing):
-    """Every operator the converter does not map, in one message."""
-    first = sorted(missing)[0]
-    message = codegen.unsupported_message(first, ops[first])
-    if len(missing) > 1:
-        message += "; the graph also has the unsupported %s" % _names(sorted(missing - {first}))
-    return message
-
-
 def _build(graph, blocks=None, root="MXNetModel"):
     """The module tree's ``tree.Written`` for ``graph``: along ``blocks`` (a Gluon block's
     tree) where they cut the graph into one call per block, else the tree Gluon's names spell,
@@ -143,7 +62,7 @@ def _build(graph, blocks=None, root="MXNetModel"):
         except tree.NotATree:
             continue
         except Unsupported as exc:
-            raise _fail(
+            raise fail(
                 WHERE,
                 codegen.unsupported_message(exc.op, [exc.node], exc.detail),
                 NotImplementedError,
@@ -177,7 +96,7 @@ def _load_values(module, params, names, torch):
             array = array.asnumpy() if hasattr(array, "asnumpy") else array.copy()
             value = torch.from_numpy(array)
             if tuple(value.shape) != tuple(tensor.shape):
-                raise _fail(WHERE, "%s has shape %s in MXNet" % (name, value.shape))
+                raise fail(WHERE, "%s has shape %s in MXNet" % (name, value.shape))
             tensor.data = value
 
 
@@ -215,32 +134,24 @@ def to_torch(
     differs is named in an ``AssertionError``.  An operator (or an attribute of one) that is
     not mapped raises ``NotImplementedError`` naming it, its node and the supported list.
     """
-    verify = _check_flag(verify, "verify", WHERE)
+    verify = check_flag(verify, "verify", WHERE)
     for name, value in (("rtol", rtol), ("atol", atol)):
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
-            raise _fail(WHERE, "%s is a number >= 0, not %r" % (name, value), TypeError)
+            raise fail(WHERE, "%s is a number >= 0, not %r" % (name, value), TypeError)
     return _convert(model, input_shapes, verify, rtol, atol)
 
 
 def _convert(model, input_shapes, verify, rtol, atol, verify_with=None):
     """to_torch's work; ``verify_with``: another Python whose MXNet checks a checkpoint."""
-    torch = import_torch()
-    text, aux, params, known, origin = _analyse(model)
-    frozen = _frozen_names(model, list(params), aux)
-    graph = _graph(text, aux, params, frozen)
-    blocks, root = None, "MXNetModel"
-    mx = sys.modules.get("mxnet")
-    if mx is not None and isinstance(model, mx.gluon.HybridBlock):
-        from .blocks import gluon_blocks
+    from .sources import source
 
-        inputs = [n["name"] for n in graph.nodes if n["op"] == "null" and n["name"] not in params]
-        blocks = gluon_blocks(model, _block_inputs(model, inputs), graph)
-        root = type(model).__name__ if type(model).__name__.isidentifier() else root
-    written = _build(graph, blocks, root)
+    torch = import_torch()
+    src = source(model)
+    written = _build(src.graph, src.blocks(), src.root)
     filename = "<mxcompat.to_torch %d>" % next(_counter)
     namespace = _compile(written.source, filename)
     module = namespace[written.root]()
-    _load_values(module, params, written.mxnet_names, torch)
+    _load_values(module, src.params, written.mxnet_names, torch)
     module.code = written.source
     module.mxnet_inputs = list(written.inputs)
     module.mxnet_labels = list(written.labels)
@@ -248,26 +159,12 @@ def _convert(model, input_shapes, verify, rtol, atol, verify_with=None):
     module.mxnet_written = written
     module.eval()
     if verify:
-        shapes = dict(zip(written.inputs, shape_list(input_shapes, written.inputs, known, WHERE)))
-        if _is_checkpoint(model):
-            from .from_checkpoint import check
-
-            check(module, written, origin, shapes, rtol, atol, record, verify_with)
-            return module
-        from .verify import verify_nodes
-
+        names = written.inputs
+        shapes = dict(zip(names, shape_list(input_shapes, names, src.known, WHERE)))
         # record: this module's forward that keeps every node's output (verify.py imports
         # nothing from here).
-        verify_nodes(module, written, origin, params, shapes, rtol, atol, record)
+        src.check(module, written, shapes, rtol, atol, record, verify_with)
     return module
-
-
-def _block_inputs(block, inputs):
-    """The names the block's graph gives its inputs (its cached graph's, else ``data``...)."""
-    cached = getattr(block, "_cached_graph", ())
-    if cached:
-        return [s.name for s in cached[0]]
-    return inputs or ["data"]
 
 
 def record(module, written, feed):
@@ -306,6 +203,17 @@ def record(module, written, feed):
 
 def _layer_hook(rec, node):
     def hook(_module, _args, output):
-        rec[node] = output
+        rec[node] = _outputs(output)
 
     return hook
+
+
+def _outputs(output):
+    """A layer's output as the node's outputs: ``nn.LSTM``'s ``(output, (h, c))`` as
+    ``[output, h, c]``."""
+    if not isinstance(output, (tuple, list)):
+        return output
+    flat = []
+    for item in output:
+        flat.extend(item if isinstance(item, (tuple, list)) else [item])
+    return flat

@@ -9,7 +9,7 @@ import json
 import os
 import re
 
-from ..convert._common import _fail, _mx
+from .._core.conversion import fail, import_mxnet
 from . import optim_rules, runtime
 from .convert import _convert, import_torch
 
@@ -48,7 +48,7 @@ def _trainer_order(model, arrays):
     Trainer's list, sorted by name where a dict was given from 1.7 (facts.TRAINER_SORTS_PARAMS),
     else ``collect_params()`` order (the graph's, for a sequential network).  The order under
     which every state has its parameter's shape; none, or two that differ: refused."""
-    mx = _mx()
+    mx = import_mxnet()
     if not (isinstance(model, tuple) and len(model) == 2):
         return {}
     shapes = {k.split(":", 1)[-1]: v.shape for k, v in mx.nd.load("%s-%04d.params" % model).items()}
@@ -65,7 +65,7 @@ def _trainer_order(model, arrays):
         ):
             fits.append(names)
     if len(fits) != 1:
-        raise _fail(
+        raise fail(
             "mxcompat torch",
             "cannot tell which parameter each state in the states file belongs to (a "
             "Trainer's file names none): convert in Python, with "
@@ -83,13 +83,13 @@ def _optimizer(module, model, states):
 
     arrays, found = read_states_file(states)
     if not found:
-        raise _fail(
+        raise fail(
             "mxcompat torch",
             "%s holds the optimizer's states only, not its settings (Module."
             "save_optimizer_states writes them so): convert in Python, with "
             "to_torch_optimizer(module, model, states=...)" % states,
         )
-    mx = _mx()
+    mx = import_mxnet()
     opt = mx.optimizer.create(found["kind"])
     opt.idx2name = dict(found.get("idx2name") or {}) or _trainer_order(model, arrays)
     opt.lr_mult, opt.wd_mult = dict(found.get("lr_mult") or {}), dict(found.get("wd_mult") or {})

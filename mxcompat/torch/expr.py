@@ -140,7 +140,9 @@ class Layer:
     parameters and buffers are the node's inputs at ``params``/``buffers`` ({torch name:
     position}), called on the inputs at ``inputs``, flattened after the first axis first where
     ``flatten`` (MXNet's ``FullyConnected``).  ``names``: a name for each positional argument,
-    for the constructor arguments a shared class lifts out."""
+    for the constructor arguments a shared class lifts out.  ``pieces``: {torch name: MXNet
+    name} of parameters that reach the node concatenated (a fused RNN's); ``output``: the item
+    of what the layer returns that is the node's output (``nn.LSTM``'s ``(output, (h, c))``)."""
 
     cls: str
     args: tuple[Any, ...] = ()
@@ -151,6 +153,8 @@ class Layer:
     names: tuple[str, ...] = ()
     flatten: bool = False
     count: int = 1
+    pieces: dict[str, str] = field(default_factory=dict)
+    output: str = ""
 
     def constructor(self) -> Call:
         return Call(self.cls, self.args, self.kwargs)

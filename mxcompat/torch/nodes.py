@@ -61,10 +61,13 @@ class Node:
         attrs: dict[str, Any],
         args: Sequence[Expr],
         shapes: Sequence[builtins.tuple[int, ...] | None] = (),
+        pieces: Sequence[builtins.tuple[builtins.str, builtins.tuple[int, ...]]] = (),
     ):
         self.op, self.name, self.attrs, self.args = op, name, attrs, list(args)
         # Each input's shape where it is a parameter or a state (the layers' sizes), else None.
         self.shapes = list(shapes) + [None] * (len(self.args) - len(shapes))
+        # A fused RNN's parameters, (name, shape) each, where they reach it concatenated.
+        self.pieces = list(pieces)
 
     def tuple(self, key: builtins.str, default: Any = ()) -> Any:
         return _tuple(self.attrs.get(key), default)

@@ -15,7 +15,7 @@ touched, as MXNet skips a fixed parameter.  torch is imported at the first call.
 
 from __future__ import annotations
 
-from ..convert._common import _fail, _mx
+from .._core.conversion import fail, import_mxnet
 from . import codegen
 
 TYPE_CHECKING = False
@@ -60,7 +60,7 @@ def _nag_rule():
       ``mom = m*mom - lr*(g + wd*w)`` with the *new* w (its output is the weight)."""
     if _NAG_RULE:
         return _NAG_RULE[0]
-    mx = _mx()
+    mx = import_mxnet()
     w, mom = mx.nd.array([1.0]), mx.nd.array([0.5])
     mx.nd.nag_mom_update(w, mx.nd.array([1.0]), mom, out=w, lr=0.1, momentum=0.9, wd=0.2)
     got = (float(w.asnumpy()[0]), float(mom.asnumpy()[0]))
@@ -69,7 +69,7 @@ def _nag_rule():
         if all(abs(a - b) < 1e-4 for a, b in zip(got, want)):
             _NAG_RULE.append(rule)
             return rule
-    raise _fail(
+    raise fail(
         WHERE,
         "MXNet %s's NAG update is neither rule known (w, mom = %r)" % (mx.__version__, got),
         NotImplementedError,
@@ -78,10 +78,10 @@ def _nag_rule():
 
 def _source(mx_optimizer, batch_size):
     """(MXNet optimizer, the Trainer's rescale_grad or None) of what the caller gave."""
-    mx = _mx()
+    mx = import_mxnet()
     if isinstance(mx_optimizer, mx.gluon.Trainer):
         if batch_size is None:
-            raise _fail(
+            raise fail(
                 WHERE,
                 "a Trainer's gradient scale is its scale / the batch_size its step() is "
                 "given: pass batch_size=",
@@ -91,11 +91,11 @@ def _source(mx_optimizer, batch_size):
         return mx_optimizer._optimizer, mx_optimizer._scale / batch_size
     if isinstance(mx_optimizer, mx.mod.BaseModule):
         if not getattr(mx_optimizer, "optimizer_initialized", False):
-            raise _fail(WHERE, "the Module's optimizer is not initialised (init_optimizer)")
+            raise fail(WHERE, "the Module's optimizer is not initialised (init_optimizer)")
         return mx_optimizer._optimizer, None
     if isinstance(mx_optimizer, mx.optimizer.Optimizer):
         return mx_optimizer, None
-    raise _fail(
+    raise fail(
         WHERE,
         "expected an mxnet Optimizer, a Gluon Trainer or a Module, got %s"
         % type(mx_optimizer).__name__,
@@ -153,21 +153,21 @@ def _carry(topt, kind, centered, arrays, counts, names, named, torch, mxnet_name
         done.add(name)
         param = by_name.get(name)
         if param is None:
-            raise _fail(
+            raise fail(
                 WHERE,
                 "the optimizer holds a state for %r (index %r), which is no parameter of "
                 "the module" % (name, index),
             )
         state = arrays[index]
         if len(state) != len(keys) and state:
-            raise _fail(
+            raise fail(
                 WHERE,
                 "the state of %r has %d array(s), MXNet's %s makes %d"
                 % (name, len(state), kind, len(keys)),
             )
         for key, value in zip(keys, state):
             if tuple(value.shape) != tuple(param.shape):
-                raise _fail(
+                raise fail(
                     WHERE,
                     "the %s state of %r is %s, the parameter %s"
                     % (key, name, tuple(value.shape), tuple(param.shape)),
@@ -206,7 +206,7 @@ def to_torch_optimizer(
     torch = import_torch("mxcompat.to_torch_optimizer")
     opt, rescale = _source(mx_optimizer, batch_size)
     if not isinstance(torch_module, torch.nn.Module):
-        raise _fail(WHERE, "torch_module is a torch.nn.Module, not %r" % (torch_module,), TypeError)
+        raise fail(WHERE, "torch_module is a torch.nn.Module, not %r" % (torch_module,), TypeError)
     found = optim_state.describe(opt)
     names = optim_state.index_names(mx_optimizer, opt)
     if states is not None:
@@ -218,7 +218,7 @@ def to_torch_optimizer(
         arrays = optim_state.live_states(mx_optimizer)
     kind = found["kind"]
     if found.get("multi_precision"):
-        raise _fail(WHERE, "multi_precision=True is not supported", NotImplementedError)
+        raise fail(WHERE, "multi_precision=True is not supported", NotImplementedError)
     named = list(torch_module.named_parameters())
     mxnet_name = _mxnet_names(torch_module)
     mults = _multipliers(opt, [mxnet_name(n) for n, _ in named])

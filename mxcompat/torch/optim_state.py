@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import copy
 
-from ..convert._common import _fail, _mx
-from . import states_file
-from .checkpoint import CheckpointError
+from .._core.conversion import fail, import_mxnet
+from ..formats import states_file
+from ..formats.checkpoint import CheckpointError
 
 WHERE = "to_torch_optimizer"
 SCHEDULERS = ("FactorScheduler", "MultiFactorScheduler", "PolyScheduler", "CosineScheduler")
@@ -50,7 +50,7 @@ SETTINGS = (
 
 def kind_of(opt):
     """``opt``'s update rule: 'sgd', 'nag', 'adam' or 'rmsprop' (exactly MXNet's classes)."""
-    mx = _mx()
+    mx = import_mxnet()
     # The most derived first: MXNet's NAG subclasses SGD in some releases.
     for kind, cls in (
         ("nag", mx.optimizer.NAG),
@@ -60,7 +60,7 @@ def kind_of(opt):
     ):
         if type(opt) is cls:
             return kind
-    raise _fail(
+    raise fail(
         WHERE,
         "%s is not supported (MXNet's SGD, NAG, Adam and RMSProp are)" % type(opt).__name__,
         NotImplementedError,
@@ -104,7 +104,7 @@ def _arrays(state):
 def live_states(source):
     """The states a Trainer's or a Module's updater holds now: ``{index: tuple of numpy
     arrays}`` (empty before the first update, and for a bare optimizer)."""
-    mx = _mx()
+    mx = import_mxnet()
     if isinstance(source, mx.gluon.Trainer):
         if not getattr(source, "_kv_initialized", False):
             return {}
@@ -117,7 +117,7 @@ def live_states(source):
         return {}
     if updater is None:
         if on_kvstore:
-            raise _fail(
+            raise fail(
                 WHERE,
                 "the optimizer's states are on the kvstore's servers: save them there "
                 "(save_optimizer_states) and pass states=FILE",
@@ -143,7 +143,7 @@ def _describe_record(opt):
     attributes: MXNet need not be installed)."""
     kind = KINDS.get(opt.name) if opt.module.split(".")[0] == "mxnet" else None
     if kind is None:
-        raise _fail(
+        raise fail(
             WHERE,
             "%s is not supported (MXNet's SGD, NAG, Adam and RMSProp are)" % opt.name,
             NotImplementedError,
@@ -175,11 +175,11 @@ def read_states_file(path):
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
-        raise _fail(WHERE, "cannot read the states file %s: %s" % (path, exc)) from None
+        raise fail(WHERE, "cannot read the states file %s: %s" % (path, exc)) from None
     try:
         read = states_file.states_from_bytes(data, str(path))
     except CheckpointError as exc:
-        raise _fail(
+        raise fail(
             WHERE, "%s is not an optimizer states file MXNet wrote (%s)" % (path, exc)
         ) from None
     found = _describe_record(read.optimizer) if read.optimizer is not None else {}
@@ -190,7 +190,7 @@ def index_names(source, opt):
     """``{index: MXNet parameter name}`` for the updater of ``source`` (a Trainer: positions
     in its parameter list; otherwise the optimizer's ``idx2name``, a Module's repeated per
     context; a name as index stands for itself)."""
-    mx = _mx()
+    mx = import_mxnet()
     if isinstance(source, mx.gluon.Trainer):
         return {i: p.name for i, p in enumerate(source._params)}
     names = dict(getattr(opt, "idx2name", None) or {})

@@ -642,9 +642,10 @@ def rnn(
     training.  One call of PyTorch's fused kernel (``torch.lstm``/``gru``/``rnn_tanh``/
     ``rnn_relu``), which autograd differentiates back to MXNet's parameters."""
     dirs = 2 if bidirectional else 1
-    if isinstance(state, _UnknownZeros):
+    # None (Gluon's begin state) or zeros of a batch size left to inference: zero states.
+    if state is None or isinstance(state, _UnknownZeros):
         state = data.new_zeros(num_layers * dirs, data.shape[1], state_size)
-    if isinstance(state_cell, _UnknownZeros):
+    if mode == "lstm" and (state_cell is None or isinstance(state_cell, _UnknownZeros)):
         state_cell = data.new_zeros(num_layers * dirs, data.shape[1], state_size)
     weights = _weights(params, mode, data.shape[2], state_size, num_layers, bidirectional)
     dropout = float(p) if training else 0.0

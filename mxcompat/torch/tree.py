@@ -71,6 +71,7 @@ class Graph:
     frozen_stats: set[str]
     rnn_pieces: dict[int, list[str]] = field(default_factory=dict)
     skipped: set[int] = field(default_factory=set)
+    zero_states: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def attrs(self, node: dict) -> dict:
         """The node's attributes as its emitters read them: a BatchNorm's with the nodes whose
@@ -213,9 +214,10 @@ class Printer:
 
     def _inputs(self, i: int) -> list[Entry]:
         node = self.nodes[i]
+        unread = set(self.g.zero_states.get(i, ()))
         if i in self.g.rnn_pieces:
-            return [e for k, e in enumerate(node["inputs"]) if k != 1]
-        return [tuple(e) for e in node["inputs"]]
+            unread.add(1)
+        return [tuple(e) for k, e in enumerate(node["inputs"]) if k not in unread]
 
     def _outputs_of(self, i: int) -> list[Entry]:
         return [e for e in self.head_set if e[0] == i]
@@ -258,15 +260,18 @@ class Printer:
         i = call.own[0]
         node = self.nodes[i]
         make = LAYERS.get(node["op"])
-        if make is None or len(call.inputs) != 1 or i in self.g.rnn_pieces:
+        if make is None or len(call.inputs) != 1:
+            return None
+        if i in self.g.rnn_pieces and (i not in self.g.zero_states or call.outputs != [(i, 0)]):
             return None
         layer = make(self._node(i, {}))
-        if layer is None or layer.count != 1:
+        if layer is None or layer.count != 1 or (i in self.g.rnn_pieces) != bool(layer.pieces):
             return None
-        inputs = node["inputs"]
+        inputs = [tuple(e) for e in node["inputs"]]
         if tuple(inputs[k] for k in layer.inputs) != tuple(call.inputs):
             return None
         names = {n: inputs[k] for n, k in layer.params.items()}
+        names.update((n, (self.variables[mx], 0)) for n, mx in layer.pieces.items())
         buffers = {n: inputs[k] for n, k in layer.buffers.items()}
         mine = {self.nodes[j]["name"] for j, _ in list(names.values()) + list(buffers.values())}
         if mine != set(call.params.values()) | set(call.buffers.values()):
@@ -312,7 +317,8 @@ class Printer:
             args.append(names.get(entry, Var("None")))
             source = self.nodes[entry[0]]
             shapes.append(self.g.shapes.get(source["name"]) if source["op"] == "null" else None)
-        return Node(node["op"], node["name"], self.g.attrs(node), args, shapes)
+        pieces = [(p, self.g.shapes[p]) for p in self.g.rnn_pieces.get(i, ())]
+        return Node(node["op"], node["name"], self.g.attrs(node), args, shapes, pieces)
 
 
 def _attribute(name: str) -> str:

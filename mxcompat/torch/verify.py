@@ -1,50 +1,51 @@
 """``to_torch(verify=True)``: every node of the converted module against MXNet's, on one seeded
-random input, in eval mode; the first node that differs is named."""
+random input, in eval mode; the first node that differs is named.  MXNet's outputs come from
+the source (``sources``): its symbol here, or a checkpoint's files in another Python."""
 
-import json
+import linecache
+import traceback
 
 import numpy as np
 
-from ..convert._common import _fail, _mx
-from ..convert.shared import no_subgraph_backend, node_attrs, worst_difference
-from . import codegen
+from .._core.conversion import fail, import_mxnet, quoted
+from ..convert.shared import no_subgraph_backend, worst_difference
 
 
-def _types(symbol, params):
+def types(graph, params):
     """{argument name: numpy dtype}: the parameters' own; the inputs' the one type other than
     float32 among the parameters' where there is one (a Gluon net cast to float64, or to float16
     with its BatchNorm kept in float32: MXNet refuses an input of another type), else float32."""
-    arguments = symbol.list_arguments()
-    types = {n: np.dtype(params[n].dtype) for n in arguments if n in params}
-    other = set(types.values()) - {np.dtype(np.float32)}
+    arguments = [n["name"] for n in graph.nodes if n["op"] == "null" and n["name"] not in graph.aux]
+    given = {n: np.dtype(params[n].dtype) for n in arguments if n in params}
+    other = set(given.values()) - {np.dtype(np.float32)}
     default = other.pop() if len(other) == 1 else np.dtype(np.float32)
-    return {n: types.get(n, default) for n in arguments}
+    return {n: given.get(n, default) for n in arguments}
 
 
-def _feed(symbol, shapes, rng, types):
-    """A random input per data input in its inferred type (float32 where none is): uniform in
+def feed(graph, shapes, types):
+    """A seeded random input per data input in its type (float32 where none is): uniform in
     [-1, 1), or valid indices where it feeds an Embedding (its input_dim) directly."""
-    nodes = json.loads(symbol.tojson())["nodes"]
+    rng = np.random.RandomState(0)
+    nodes = graph.nodes
     index_range = {}
     for node in nodes:
         if node["op"] == "Embedding":
             source = nodes[node["inputs"][0][0]]
             if source["op"] == "null":
-                attrs = node_attrs(node)
-                index_range[source["name"]] = int(attrs["input_dim"])
-    feed = {}
+                index_range[source["name"]] = int(node["attrs"]["input_dim"])
+    values = {}
     for name, shape in shapes.items():
         if name in index_range:
             value = rng.randint(0, index_range[name], shape)
         else:
             value = rng.uniform(-1, 1, shape)
-        feed[name] = value.astype(types.get(name, np.float32))
-    return feed
+        values[name] = value.astype(types.get(name, np.float32))
+    return values
 
 
-def _mxnet_internals(symbol, params, feed, types):
+def mxnet_outputs(symbol, params, feed, types):
     """[(output name, array)] of every internal output of ``symbol``, in node order."""
-    mx = _mx()
+    mx = import_mxnet()
     every = symbol.get_internals()
     variables = set(symbol.list_arguments()) | set(symbol.list_auxiliary_states())
     names = [n for n in every.list_outputs() if n not in variables]
@@ -57,7 +58,7 @@ def _mxnet_internals(symbol, params, feed, types):
     shapes.update(zip(internals.list_auxiliary_states(), aux_shapes))
     unknown = [n for n, s in shapes.items() if n not in params and (not s or 0 in s)]
     if unknown:
-        raise _fail("to_torch", "cannot infer the shape of %s from input_shapes" % _names(unknown))
+        raise fail("to_torch", "cannot infer the shape of %s from input_shapes" % quoted(unknown))
     with no_subgraph_backend():
         executor = internals.simple_bind(
             mx.cpu(),
@@ -77,30 +78,47 @@ def _mxnet_internals(symbol, params, feed, types):
     return list(zip(internals.list_outputs(), [o.asnumpy() for o in outputs]))
 
 
-def _names(values):
-    return ", ".join(repr(v) for v in values)
-
-
-def verify_nodes(module, written, symbol, params, shapes, rtol, atol, record):
-    rng = np.random.RandomState(0)
-    types = _types(symbol, params)
-    feed = _feed(symbol, shapes, rng, types)
-    expected = _mxnet_internals(symbol, params, feed, types)
+def recorded(module, written, feed, record):
+    """{node: output(s)} of one forward of ``module`` in eval mode on ``feed``."""
     was_training = module.training
     module.eval()
     try:
-        actual = record(module, written, feed)
+        return record(module, written, feed)
     finally:
         module.train(was_training)
-    compare_nodes(symbol.tojson(), actual, expected, rtol, atol, written.node_paths)
 
 
-def compare_nodes(graph_json, actual, expected, rtol, atol, paths=None):
+def run_once(module, written, feed, record, prefix, params_file):
+    """``recorded`` for a checkpoint's module: a forward that fails (the arrays of
+    ``params_file`` or the shapes do not fit the graph) is named by the line that fails."""
+    try:
+        return recorded(module, written, feed, record)
+    except Exception as exc:
+        frames = [
+            f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<mxcompat")
+        ]
+        line = linecache.getline(frames[-1].filename, frames[-1].lineno).strip() if frames else ""
+        raise fail(
+            "to_torch",
+            "the module converted from %s fails on input_shapes %s%s: %s: %s (the arrays of %s "
+            "do not fit its graph, or the shapes do not)"
+            % (
+                prefix,
+                [tuple(v.shape) for v in feed.values()],
+                " at `%s`" % line if line else "",
+                type(exc).__name__,
+                str(exc).splitlines()[0] if str(exc) else "",
+                params_file,
+            ),
+        ) from None
+
+
+def compare_nodes(graph, actual, expected, rtol, atol, paths=None):
     """Name the first node whose output in ``actual`` ({node: output(s)}, the recording
     forward's) differs from MXNet's ``expected`` ([(output name, array)], in node order), with
     the module that computes it (``paths``: node name -> module path)."""
     paths = paths or {}
-    nodes, _ = codegen.load(graph_json)
+    nodes = graph.nodes
     groups = _by_node([n["name"] for n in nodes if n["op"] != "null"], expected)
     for node in nodes:
         if node["op"] == "null":
@@ -112,7 +130,7 @@ def compare_nodes(graph_json, actual, expected, rtol, atol, paths=None):
         mine = groups.get(node["name"], [])[: len(outs)]
         for k, ((out_name, want), got) in enumerate(zip(mine, outs)):
             if not hasattr(got, "detach"):
-                continue  # a zeros whose shape MXNet infers (the RNN's begin state)
+                continue  # a zeros whose shape MXNet infers (an RNN's begin state)
             got = got.detach().numpy()
             worst, bad = worst_difference(want, got, rtol, atol)
             if bad:

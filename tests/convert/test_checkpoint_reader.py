@@ -1,4 +1,4 @@
-"""MXNet's checkpoint files read without MXNet (``mxcompat.torch.checkpoint``), held against
+"""MXNet's checkpoint files read without MXNet (``mxcompat.formats.checkpoint``), held against
 MXNet's own writer and loader in each release: the ``.params`` of every dtype the release
 writes (and the older layouts it still loads), the symbol JSON, the optimizer states files;
 bad files give one ``CheckpointError`` (fuzzed with hypothesis).  Needs MXNet and NumPy
@@ -17,9 +17,10 @@ import pytest
 from mxnet import autograd, gluon
 
 from mxcompat._core import facts
-from mxcompat.torch import checkpoint, optim_state
-from mxcompat.torch.checkpoint import CheckpointError
-from mxcompat.torch.states_file import states_from_bytes
+from mxcompat.formats import checkpoint
+from mxcompat.formats.checkpoint import CheckpointError
+from mxcompat.formats.states_file import states_from_bytes
+from mxcompat.torch import optim_state
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed here")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -588,7 +589,8 @@ def test_the_reader_imports_neither_mxnet_nor_torch(tmp_path):
     states = _trainer_file(tmp_path)
     script = (
         "import sys; sys.modules['mxnet'] = None; sys.modules['torch'] = None\n"
-        "from mxcompat.torch import checkpoint, optim_state\n"
+        "from mxcompat.formats import checkpoint\n"
+        "from mxcompat.torch import optim_state\n"
         "p = checkpoint.read_params(sys.argv[1] + '-0000.params')\n"
         "g = checkpoint.read_symbol(sys.argv[1] + '-symbol.json')\n"
         "s, found = optim_state.read_states_file(sys.argv[2])\n"

@@ -60,6 +60,12 @@ def test_resnet18_is_torchvisions_shape(tmp_path):
     assert classes[-1] == "ResNetV1"
     assert 1 <= sum(c.startswith("BasicBlockV1") for c in classes) <= 2, classes
     assert max(len(line) for line in code.splitlines()) <= 100
+    assert classes == ["BasicBlockV1", "BasicBlockV1WithDownsample", "ResNetV1"]
+    # The guide (a side of 64 or 32 writes the same code) shows this code as it reads.
+    guide = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "guide")
+    with open(os.path.join(guide, "leaving-for-pytorch.md")) as f:
+        shown = f.read().split("```python\n", 1)[1].split("```", 1)[0]
+    assert shown == code, "docs/guide/leaving-for-pytorch.md shows an older model.py"
     # The tree, as torchvision prints its resnet18.
     text = str(module)
     assert text.startswith("ResNetV1(\n  (features): Sequential(\n    (0): Conv2d(3, 64")

@@ -32,14 +32,21 @@ def test_embedding_bidirectional_rnn_language_model(cell):
     net, tokens = language_model(cell)
     expected = net(tokens).asnumpy()
     module = mxcompat.to_torch(net, [(STEPS, BATCH)])
-    assert "mxops.rnn(" in module.code
+    stock = torch.nn.LSTM if cell == "lstm" else torch.nn.GRU
+    assert type(module.rnn) is stock
+    assert "x = self.rnn(x)[0]" in module.code and "mxops.rnn" not in module.code
     with torch.no_grad():
         got = module(torch.from_numpy(tokens.asnumpy())).numpy()
     _close(got, expected)
-    # The per-layer weights keep their Gluon names, under the layer's attribute; the fused
-    # vector is built in forward.
-    assert {p.name for p in net.collect_params().values()} == set(module.mxnet_names.values())
-    assert "rnn.l0_i2h_weight" in module.state_dict()
+    # torch's own parameter names and layout (cuDNN takes the flat weights as they are), each
+    # mapped to its Gluon parameter.
+    params = {p.name: p.data().asnumpy() for p in net.collect_params().values()}
+    assert set(params) == set(module.mxnet_names.values())
+    rnn = net.rnn.prefix
+    assert module.mxnet_names["rnn.weight_ih_l1_reverse"] == rnn + "r1_i2h_weight"
+    assert module.mxnet_names["rnn.bias_hh_l0"] == rnn + "l0_h2h_bias"
+    for name, value in module.state_dict().items():
+        assert np.array_equal(value.numpy(), params[module.mxnet_names[name]]), name
 
 
 def transformer_block(units=8, heads=2, hidden=16):

@@ -177,7 +177,7 @@ def test_mismatched_files_get_one_error(written, tmp_path):
     # The symbol file of another checkpoint beside these parameters.
     shutil.copy(os.path.join(folder, "resnet-0000.params"), tmp_path / "mixed-0000.params")
     shutil.copy(os.path.join(folder, "mobilenet-symbol.json"), tmp_path / "mixed-symbol.json")
-    from mxcompat.torch.from_checkpoint import Checkpoint
+    from mxcompat.formats.checkpoint import Checkpoint
 
     with pytest.raises(ValueError, match="does not fit the graph") as err:
         Checkpoint(str(tmp_path / "mixed"), 0)

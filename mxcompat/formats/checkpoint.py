@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 
+from .._core.conversion import checkpoint_files, fail, missing_checkpoint, quoted
 from ..convert.shared import node_attrs
 from .ndarray_file import (  # noqa: F401  (re-exported: the readers' one API)
     V1_MAGIC,
@@ -192,6 +193,110 @@ def check_params(graph, params, where, inputs=None):
                 "an array for each parameter of the graph",
                 "none for %s" % ", ".join(missing[:6]),
             )
+
+
+# --- a checkpoint: both files, matched ------------------------------------------------
+
+
+# Where an operator reads a parameter (a variable that must have a value in the .params file,
+# not an input of the graph): every input position from 1 on, except where noted.
+WEIGHT_POSITIONS = {
+    "Convolution": None,
+    "Deconvolution": None,
+    "FullyConnected": None,
+    "BatchNorm": None,
+    "BatchNorm_v1": None,
+    "SyncBatchNorm": None,
+    "_contrib_SyncBatchNorm": None,
+    "LayerNorm": None,
+    "InstanceNorm": None,
+    "GroupNorm": None,
+    "Embedding": None,
+    "LeakyReLU": None,
+    "RNN": (1,),  # 2 and 3 are the begin states, which a graph may take as inputs
+}
+# The auxiliary states' positions (what MXNet's list_auxiliary_states lists).
+AUX_POSITIONS = {
+    "BatchNorm": (3, 4),
+    "BatchNorm_v1": (3, 4),
+    "SyncBatchNorm": (3, 4),
+    "_contrib_SyncBatchNorm": (3, 4),
+}
+
+
+class Checkpoint:
+    """The two files of checkpoint ``(prefix, epoch)``, read and matched against each other:
+    ``graph`` (the normalised symbol JSON), ``params`` ({name: numpy array}, parameters and
+    auxiliary states) and ``aux`` (the auxiliary states' names).  ``where``: what the errors
+    name (``mxcompat.WHERE: ...``)."""
+
+    def __init__(self, prefix, epoch, where="to_torch"):
+        self.prefix, self.epoch, self.where = str(prefix), epoch, where
+        self.symbol_file, self.params_file = checkpoint_files(prefix, epoch)
+        missing = missing_checkpoint(self.prefix, epoch)
+        if missing:
+            raise fail(where, missing, FileNotFoundError)
+        self.graph = read_symbol(self.symbol_file)
+        found = read_params(self.params_file)
+        # A Module's or Gluon's checkpoint names each array arg:NAME or aux:NAME; one saved
+        # with mx.nd.save of a plain dict does not (then the graph says which are states).
+        if found.arg or found.aux:
+            self.params = dict(found.arg, **found.aux)
+        else:
+            self.params = dict(found.arrays)
+        nodes = self.graph["nodes"]
+        self.aux = set(found.aux) | {
+            nodes[e[0]]["name"]
+            for node in nodes
+            for i, e in enumerate(node["inputs"])
+            if i in AUX_POSITIONS.get(node["op"], ()) and nodes[e[0]]["op"] == "null"
+        }
+        self.check_names()
+
+    def arguments(self):
+        """The graph's variables that are not auxiliary states, in node order."""
+        return [
+            n["name"]
+            for n in self.graph["nodes"]
+            if n["op"] == "null" and n["name"] not in self.aux
+        ]
+
+    def check_names(self):
+        """One error naming every array the graph does not use, every parameter it reads that
+        the file lacks: a symbol file of another checkpoint, or a mixed-up .params."""
+        nodes = self.graph["nodes"]
+        variables = {n["name"] for n in nodes if n["op"] == "null"}
+        needed = set(self.aux)
+        for node in nodes:
+            if node["op"] in WEIGHT_POSITIONS:
+                positions = WEIGHT_POSITIONS[node["op"]]
+                for i, e in enumerate(node["inputs"]):
+                    if i and (positions is None or i in positions) and nodes[e[0]]["op"] == "null":
+                        needed.add(nodes[e[0]]["name"])
+        extra = [n for n in self.params if n not in variables]
+        missing = sorted(needed - set(self.params))
+        if extra or missing:
+            raise fail(
+                self.where,
+                "%s does not fit the graph of %s (a symbol file of another checkpoint?): %s"
+                % (
+                    self.params_file,
+                    self.symbol_file,
+                    "; ".join(
+                        s
+                        for s in (
+                            extra and "arrays the graph does not use: %s" % _few(extra),
+                            missing and "parameters it lacks: %s" % _few(missing),
+                        )
+                        if s
+                    ),
+                ),
+            )
+
+
+def _few(names, most=8):
+    shown = quoted(names[:most])
+    return shown + (" and %d more" % (len(names) - most) if len(names) > most else "")
 
 
 # --- the optimizer states file (its reader: states_file.py) -----------------------------

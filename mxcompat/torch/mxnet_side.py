@@ -1,0 +1,67 @@
+"""MXNet's outputs for a checkpoint's verification computed by another Python (``mxcompat torch
+--verify-with PYTHON``: MXNet and NumPy there, torch not needed), which runs this module as
+``python -m mxcompat.torch.mxnet_side SYMBOL PARAMS FEED OUT``."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+from .._core.conversion import fail
+
+
+def outputs_elsewhere(python, symbol_file, params_file, feed):
+    """[(output name, array)] of MXNet's nodes on ``feed``, computed by ``python``."""
+    import numpy as np
+
+    with tempfile.TemporaryDirectory(prefix="mxcompat-verify-") as tmp:
+        feed_file, out_file = os.path.join(tmp, "feed.npz"), os.path.join(tmp, "out.npz")
+        np.savez(feed_file, **feed)
+        try:
+            proc = subprocess.run(
+                [python, "-m", __name__, symbol_file, params_file, feed_file, out_file],
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
+        except OSError as exc:
+            raise fail("to_torch", "cannot run %s to verify with: %s" % (python, exc)) from None
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise fail(
+                "to_torch",
+                "verifying with %s failed (it needs MXNet, and mxcompat importable there, e.g. "
+                "PYTHONPATH set to the folder mxcompat is installed in): %s" % (python, tail),
+            )
+        with np.load(out_file) as out:
+            names = [str(n) for n in out["names"]]
+            return [(n, out["out%d" % i]) for i, n in enumerate(names)]
+
+
+def main(argv):
+    """MXNet's side: SYMBOL PARAMS FEED OUT (this interpreter has MXNet)."""
+    import numpy as np
+
+    from .._core.conversion import import_mxnet
+    from .sources import _graph
+    from .verify import mxnet_outputs, types
+
+    symbol_file, params_file, feed_file, out_file = argv
+    mx = import_mxnet()
+    symbol = mx.sym.load(symbol_file)
+    params = {k.split(":", 1)[-1]: v.asnumpy() for k, v in mx.nd.load(params_file).items()}
+    with np.load(feed_file) as f:
+        feed = {k: f[k] for k in f.files}
+    aux = set(symbol.list_auxiliary_states())
+    graph = _graph(symbol.tojson(), aux, params, set())
+    pairs = mxnet_outputs(symbol, params, feed, types(graph, params))
+    np.savez(
+        out_file,
+        names=np.array([n for n, _ in pairs]),
+        **{"out%d" % i: a for i, (_, a) in enumerate(pairs)},
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
