@@ -74,10 +74,16 @@ def _entered():
         other = next((ident for ident in _recording if ident != me), None)
     if other is not None:
         record(PATCH)
-        warn_once(
-            PATCH,
-            lambda: MESSAGE.format(me=threading.current_thread().name, other=_thread_name(other)),
-        )
+        try:
+            warn_once(
+                PATCH,
+                lambda: MESSAGE.format(
+                    me=threading.current_thread().name, other=_thread_name(other)
+                ),
+            )
+        except BaseException:  # the warning made an error (-W error): the scope is not entered
+            _left()
+            raise
 
 
 def _left():

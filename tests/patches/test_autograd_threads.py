@@ -126,6 +126,18 @@ def test_an_error_inside_the_scope_leaves_it_and_propagates():
     assert not autograd.is_recording()
 
 
+def test_the_warning_made_an_error_leaves_the_scope_unentered():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MXCompatWarning)
+        with Holder() as holder:
+            with pytest.raises(MXCompatWarning, match="while thread 'holder' records"):
+                with autograd.record():
+                    pass  # never reached: the error comes from entering the scope
+            assert not autograd.is_recording()
+            assert autograd_threads.recording_threads() == (holder.thread.ident,)
+    assert autograd_threads.recording_threads() == ()
+
+
 def _gradients():
     """One record/backward on a small net, then the same in a worker thread (one thread
     recording at a time): the loss and the weight's gradient each time."""
