@@ -136,12 +136,13 @@ def preload():
         try:
             return libs.preload(library, libs.mode())
         except libs.LibraryMissing as exc:
-            raise ImportError(str(exc)) from None
-    except ImportError:
-        raise
+            missing = str(exc)
     except Exception as exc:
+        # Ours failed (an ImportError of a damaged install included): MXNet's import goes on.
         _step_aside(exc)
         return {}
+    # Outside the handlers: the one error, with nothing chained to it.
+    raise ImportError(missing)
 
 
 def _module(name):

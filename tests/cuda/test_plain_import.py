@@ -147,6 +147,37 @@ def test_install_is_once_per_process_and_a_probe_loads_nothing(tmp_path):
     ]
 
 
+def test_without_the_package_beside_it_mxnet_imports_as_it_is_with_one_warning(tmp_path):
+    # A damaged install: the module without mxcompat's package folder beside it.  Run without
+    # site (-S), so that the module is this copy whatever this env's .pth imported.
+    folder = tmp_path / "alone"
+    folder.mkdir()
+    with open(MODULE) as f:
+        (folder / os.path.basename(MODULE)).write_text(f.read())
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-c",
+            "import sys; sys.path.insert(0, %r); import _mxcompat_cuda_libs as m; "
+            "print(m.preload(), m.preload())" % str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        cwd=str(tmp_path),
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (0, "{} {}\n"), done.stderr
+    warned = [line for line in done.stderr.splitlines() if "Warning: " in line]
+    assert len(warned) == 1, done.stderr  # once
+    assert warned[0].endswith(
+        "RuntimeWarning: mxcompat could not load the CUDA libraries before mxnet "
+        "(ModuleNotFoundError: No module named '_mxcompat_cuda_libs.mxcompat._core'); mxnet "
+        "is imported as it is"
+    ), warned
+
+
 _PLAIN = """
 import sys
 try:
