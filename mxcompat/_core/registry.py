@@ -45,6 +45,7 @@ ORDER = (
     "bfloat16_name",
     "onnx",
     "trainer_kvstore_init",
+    "kvstore_server",
     "autograd_threads",
     "dataloader_teardown",
     "dataloader_start_method",
@@ -55,6 +56,7 @@ ORDER = (
     "exec_stack",
     "operator_cache",
     "python_oo",
+    "checked_loads",
 )
 
 # RLock: a patch's on_apply may call back into the registry.
