@@ -188,6 +188,12 @@ DIV_SCALAR_IS_INT = (1, 7)
 # release; from this release the race is likely.
 TRAINER_LAZY_KVSTORE_RACE = (1, 7)
 
+# MXNet's kvstore became a package in 1.7: the server's KVStoreServer moved from
+# mxnet/kvstore_server.py to mxnet/kvstore/kvstore_server.py, and the `create` it calls from
+# mxnet/kvstore.py to mxnet/kvstore/base.py.  Every release's server controller passes the
+# bytes of command 0 (set_optimizer's) to pickle.loads (patches/kvstore_server.py).
+KVSTORE_PACKAGE = (1, 7)
+
 # Threads recording autograd at once on arrays they share race on every release ("The any
 # container is empty ... AGInfo", heap corruption, segfaults; patches/autograd_threads.py).
 AUTOGRAD_THREADS_RACE = (1, 3)

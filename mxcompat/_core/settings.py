@@ -15,6 +15,8 @@ DISABLE = "MXCOMPAT_DISABLE"  # a flag: no patch at all
 DISABLE_PATCHES = "MXCOMPAT_DISABLE_PATCHES"  # a list: every patch but these
 FREEZE = "MXCOMPAT_FREEZE"  # a list: parameter names / globs to freeze
 NUMPY_LEGACY = "MXCOMPAT_NUMPY_LEGACY"  # a flag: the opt-in for users' NumPy code
+# A list of module:Class a kvstore server may unpickle from a worker (patches/kvstore_server.py).
+KVSTORE_CLASSES = "MXCOMPAT_KVSTORE_CLASSES"
 
 # The tools' own: a traceback under each failed `mxcompat check` line; where `mxcompat matrix`
 # caches its environments; the name of the matrix env a command runs in (set for it).
@@ -63,6 +65,14 @@ VARIABLES = (
         "1",
         "serve NumPy names today's NumPy removed to legacy code\n"
         "(np.asscalar, np.float...), one warning per name",
+        True,
+    ),
+    Variable(
+        KVSTORE_CLASSES,
+        "list",
+        "mymod:MyOpt",
+        "classes of yours (module:Class) a kvstore server may unpickle from a worker\n"
+        "besides MXNet's optimizers and schedulers: a custom optimizer or scheduler",
         True,
     ),
     Variable(

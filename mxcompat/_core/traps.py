@@ -293,6 +293,25 @@ TRAPS = (
         ),
     ),
     Trap(
+        patch="kvstore_server",
+        check=None,
+        symptom=(
+            "anyone who can reach a kvstore server's port (`dist_sync`, `dist_async`) runs "
+            "code on it: the server unpickles whatever arrives as an optimizer (every release)"
+        ),
+        cause=(
+            "`KVStore.set_optimizer` pickles the optimizer on a worker and each server hands "
+            "the bytes to `pickle.loads`, which calls any function a pickle names"
+        ),
+        ours=(
+            "a server unpickles only MXNet's optimizer and scheduler classes, NumPy's scalars "
+            "and dtypes, plain data and the classes named in `MXCOMPAT_KVSTORE_CLASSES`; "
+            "anything else is refused with one error in the server's log naming the class, "
+            "and the server serves on (patch `kvstore_server`; the server needs mxcompat: "
+            "`import mxcompat` first in the script, or `mxcompat run`)"
+        ),
+    ),
+    Trap(
         patch="autograd_threads",
         check=None,
         symptom=(
