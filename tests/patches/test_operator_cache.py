@@ -11,6 +11,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 
 import mxnet as mx
 import pytest
@@ -210,10 +211,12 @@ def _rewrite(path, change):
         f.write(change(data))
 
 
-def _body(data):
-    start = len(store.MAGIC) + store._LENGTH.size
-    (length,) = store._LENGTH.unpack_from(data, len(store.MAGIC))
-    return start, length, start + length + store._DIGEST
+def _layout(data):
+    """Where the library, the key, the CRC and the payload begin in a cache file's bytes."""
+    library = len(store.MAGIC)
+    key = store._field(data, library)[1]
+    crc = store._field(data, key)[1]
+    return library, key, crc, crc + store._CRC.size
 
 
 def _flip(data, at):
@@ -221,27 +224,30 @@ def _flip(data, at):
 
 
 def _entries(path):
-    """The key and the entries of the cache file at ``path``, as stored."""
+    """The library, the key and the entries of the cache file at ``path``, as stored."""
     with open(path, "rb") as f:
         data = f.read()
-    start, length, body = _body(data)
-    return data[start : start + length], marshal.loads(data[body:])
+    library, key, _, body = _layout(data)
+    return store._field(data, library)[0], store._field(data, key)[0], marshal.loads(data[body:])
 
 
-def assert_written_anew(path, key, entries):
+def assert_written_anew(path, stored):
     # The same functions again, with this process's handles.
-    assert sorted(store.read(path, key)) == sorted(entries)
+    library, key, entries = stored
+    assert sorted(store.read(path, library, key)) == sorted(entries)
 
 
 DAMAGE = {
     "empty": lambda data: b"",
     "truncated": lambda data: data[: len(data) // 2],
     "not ours": lambda data: b"\x7fELF" + data[4:],
-    "a byte of the key": lambda data: _flip(data, _body(data)[0] + 5),
-    "a byte of the digest": lambda data: _flip(data, _body(data)[2] - 3),
+    "another format": lambda data: store._FORMAT + b"0" + data[len(store.MAGIC) - 1 :],
+    "a byte of the library": lambda data: _flip(data, _layout(data)[0] + 6),
+    "a byte of the key": lambda data: _flip(data, _layout(data)[1] + 6),
+    "a byte of the CRC": lambda data: _flip(data, _layout(data)[2] + 1),
     "a byte of the code": lambda data: _flip(data, len(data) * 2 // 3),
-    "a longer key length": lambda data: (
-        data[: len(store.MAGIC)] + store._LENGTH.pack(len(data)) + data[_body(data)[0] :]
+    "a longer library length": lambda data: (
+        data[: len(store.MAGIC)] + store._LENGTH.pack(len(data)) + data[_layout(data)[0] + 4 :]
     ),
 }
 
@@ -249,16 +255,16 @@ DAMAGE = {
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_a_damaged_file_is_never_used_and_written_anew(warm, tmp_path, damage):
     path, total = _copy_warm(warm, tmp_path)
-    key, entries = _entries(path)
+    stored = _entries(path)
     _rewrite(path, DAMAGE[damage])
     out = report(tmp_path / "cache")
     # MXNet's own path for every function, then a good file again.
     assert out["made"] > 1000 and out["made"] + out["served"] == total
-    assert_written_anew(path, key, entries)
+    assert_written_anew(path, stored)
 
 
 STRANGE = {
-    # Each keeps the digest right (written through store.write), the form wrong.
+    # Each keeps the CRC right (written through store.write), the form wrong.
     "not a dict": lambda entries: list(entries.items()),
     "a value of another shape": lambda entries: {k: v[:3] for k, v in entries.items()},
     "another function's code": lambda entries: dict(
@@ -280,28 +286,33 @@ STRANGE = {
 @pytest.mark.parametrize("strange", sorted(STRANGE))
 def test_entries_of_another_form_are_made_anew(warm, tmp_path, strange):
     path, total = _copy_warm(warm, tmp_path)
-    key, entries = _entries(path)
-    store.write(path, key, STRANGE[strange](entries))
+    library, key, entries = stored = _entries(path)
+    store.write(path, library, key, STRANGE[strange](entries))
     out = report(tmp_path / "cache")
     assert out["made"] > 1000 and out["made"] + out["served"] == total
-    assert_written_anew(path, key, entries)
+    assert_written_anew(path, stored)
 
 
-def test_another_key_is_not_read(warm, tmp_path):
+@pytest.mark.parametrize("other", ["library", "key"])
+def test_another_library_or_key_is_not_read(warm, tmp_path, other):
     # The key holds the library, MXNet, MXNet's generating files, Python, mxcompat and the
     # operator list: any of them otherwise, and the stored code is not used.
     path, total = _copy_warm(warm, tmp_path)
-    key, entries = _entries(path)
-    assert b"('mxcompat', '" in key
-    store.write(path, key.replace(b"('mxcompat', '", b"('mxcompat', 'other "), entries)
+    library, key, entries = stored = _entries(path)
+    assert library == os.fsencode(LIBRARY) and b"('mxcompat', '" in key
+    if other == "library":
+        library = os.fsencode(os.path.dirname(LIBRARY))  # exists: kept by the prune
+    else:
+        key = key.replace(b"('mxcompat', '", b"('mxcompat', 'other ")
+    store.write(path, library, key, entries)
     assert report(tmp_path / "cache")["made"] > 1000
-    assert_written_anew(path, key, entries)
+    assert_written_anew(path, stored)
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="file owners are POSIX")
 def test_a_file_or_folder_others_may_write_is_not_read(warm, tmp_path):
     path, total = _copy_warm(warm, tmp_path)
-    key, entries = _entries(path)
+    stored = _entries(path)
     folder = os.path.dirname(path)
     before = os.stat(path).st_mtime_ns
     os.chmod(folder, 0o770)
@@ -313,7 +324,7 @@ def test_a_file_or_folder_others_may_write_is_not_read(warm, tmp_path):
     out = report(tmp_path / "cache")
     assert out["made"] > 1000 and out["made"] + out["served"] == total
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600  # written anew, the user's alone
-    assert_written_anew(path, key, entries)
+    assert_written_anew(path, stored)
 
 
 def test_a_symbolic_link_is_not_followed(warm, tmp_path):
@@ -323,6 +334,23 @@ def test_a_symbolic_link_is_not_followed(warm, tmp_path):
     os.symlink(elsewhere, path)
     assert report(tmp_path / "cache")["made"] > 1000
     assert not os.path.islink(path)  # replaced by a file of its own
+
+
+def test_a_write_removes_the_files_of_libraries_that_are_gone(warm, tmp_path):
+    path, total = _copy_warm(warm, tmp_path)
+    folder = os.path.dirname(path)
+    library, key, entries = _entries(path)
+    # A deleted environment's file, another program's file, a killed writer's temporary file
+    # (an hour old) and one being written now.
+    gone = os.path.join(folder, "libmxnet-0123456789abcdef.bin")
+    store.write(gone, os.fsencode(str(tmp_path / "deleted" / "libmxnet.so")), key, {})
+    for name, age in (("notes.bin", 0), (".writing-killed", 7200), (".writing-now", 0)):
+        with open(os.path.join(folder, name), "w") as f:
+            f.write("not a cache file")
+        os.utime(os.path.join(folder, name), (time.time() - age,) * 2)
+    os.unlink(path)
+    assert report(tmp_path / "cache")["made"] > 1000  # and written
+    assert sorted(os.listdir(folder)) == [".writing-now", os.path.basename(path), "notes.bin"]
 
 
 def test_an_unwritable_cache_only_costs_time(tmp_path):
@@ -345,8 +373,7 @@ def test_processes_that_fill_the_cache_at_once(tmp_path):
         assert proc.returncode == 0, err[-3000:]
         assert json.loads(out.decode().splitlines()[-1])["made"] > 1000
     assert len(os.listdir(str(tmp_path))) == 1  # one file, no temporary one left
-    key, entries = _entries(cache_file(tmp_path))
-    assert sorted(store.read(cache_file(tmp_path), key)) == sorted(entries)
+    assert_written_anew(cache_file(tmp_path), _entries(cache_file(tmp_path)))
 
 
 def test_the_key_follows_the_library(tmp_path):

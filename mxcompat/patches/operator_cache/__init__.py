@@ -170,9 +170,10 @@ class Session:
 
     def __init__(self, base):
         library = os.path.realpath(base._LIB._name)
+        self.library = os.fsencode(library)
         self.key = _key(base, library)
         self.path = store.path_for(library, "%s-O%d" % (_python_tag(), sys.flags.optimize))
-        self.entries = store.read(self.path, self.key) or {}
+        self.entries = store.read(self.path, self.library, self.key) or {}
         self.records = []  # the wrappers on mxnet.base's two functions
         self.served = 0
         self.made = 0
@@ -234,7 +235,7 @@ class Session:
         logger.debug("operator cache: %d served, %d made (%s)", self.served, self.made, self.path)
         if self.made:
             try:
-                store.write(self.path, self.key, self.entries)
+                store.write(self.path, self.library, self.key, self.entries)
             except Exception as error:
                 # Only the next import's time depends on it.
                 logger.debug("operator cache not written to %s: %s", self.path, error)
