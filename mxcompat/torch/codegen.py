@@ -3,7 +3,10 @@ operators it needs and which are not mapped, the RNN parameters that need no con
 Imports neither torch nor mxnet: ``mxcompat torch --check`` lists what a model needs from here
 alone.  ``tree``, ``body`` and ``classes`` write the module from it."""
 
+from __future__ import annotations
+
 import json
+from typing import Any, Container, Sequence
 
 # The emitters register themselves in nodes.EMITTERS and nodes.LAYERS when their modules are
 # imported.
@@ -12,7 +15,7 @@ from . import layers, tensors  # noqa: F401
 from .nodes import EMITTERS, _bool, _tuple
 
 
-def mxnet_name(name):
+def mxnet_name(name: str) -> str:
     """The MXNet name of a parameter of a module written before the module tree, whose names
     were MXNet's with ``.`` written ``%2E`` and ``%`` ``%25``."""
     return name.replace("%2E", ".").replace("%25", "%")
@@ -24,12 +27,12 @@ SUPPORTED = tuple(sorted(EMITTERS))
 # --- the graph ------------------------------------------------------------------------------------
 
 
-def load(graph):
+def load(graph: Any) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
     """(nodes, heads) of a symbol's JSON (text, or parsed), each node ``{"op", "name", "attrs",
     "inputs"}``."""
     if isinstance(graph, str):
         graph = json.loads(graph)
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     for node in graph["nodes"]:
         attrs = node_attrs(node)
         nodes.append(
@@ -43,16 +46,16 @@ def load(graph):
     return nodes, [tuple(h[:2]) for h in graph["heads"]]
 
 
-def needed(nodes):
+def needed(nodes: Sequence[dict[str, Any]]) -> tuple[dict[str, list[str]], set[str]]:
     """{op: [node names]} of the graph's operators, and the set of those not supported."""
-    ops = {}
+    ops: dict[str, list[str]] = {}
     for node in nodes:
         if node["op"] != "null":
             ops.setdefault(node["op"], []).append(node["name"])
     return ops, {op for op in ops if op not in EMITTERS}
 
 
-def unsupported_message(op, nodes, detail=None):
+def unsupported_message(op: str, nodes: Sequence[str], detail: str | None = None) -> str:
     where = (
         "node %r" % nodes[0]
         if len(nodes) == 1
@@ -70,17 +73,19 @@ def unsupported_message(op, nodes, detail=None):
     )
 
 
-def _zero_states(nodes, heads):
+def _zero_states(
+    nodes: Sequence[dict[str, Any]], heads: Sequence[tuple[int, int]]
+) -> dict[int, tuple[int, ...]]:
     """{RNN node index: positions of its state inputs} where those states are zeros of a batch
     size left to inference, read by that node alone: Gluon's RNN layers called without states
     (``begin_state``).  The RNN then starts from zeros itself, as ``nn.LSTM`` does."""
-    users = {}
+    users: dict[int, set[int]] = {}
     for i, node in enumerate(nodes):
         for j, _ in node["inputs"]:
             users.setdefault(j, set()).add(i)
     for j, _ in heads:
         users.setdefault(j, set()).add(-1)
-    found = {}
+    found: dict[int, tuple[int, ...]] = {}
     for i, node in enumerate(nodes):
         if node["op"] != "RNN":
             continue
@@ -98,21 +103,25 @@ def _zero_states(nodes, heads):
     return found
 
 
-def _rnn_pieces(nodes, heads, params):
+def _rnn_pieces(
+    nodes: Sequence[dict[str, Any]], heads: Sequence[tuple[int, int]], params: Container[str]
+) -> tuple[dict[int, list[str]], set[int]]:
     """{RNN node index: [its parameters' names]} where the RNN's parameter vector is a
     ``_rnn_param_concat`` of parameters (each maybe through ``reshape(-1)``), as Gluon's RNN
     layers build it, used by nothing else; and the indices of those in-between nodes.  The
     RNN then takes the parameters as they are, concatenated and split by no one."""
-    users = {}
+    users: dict[int, int] = {}
     for node in nodes:
         for j, _ in node["inputs"]:
             users[j] = users.get(j, 0) + 1
     for j, _ in heads:
         users[j] = users.get(j, 0) + 1
 
-    def only_here(j):
+    def only_here(j: int) -> bool:
         return users.get(j) == 1
 
+    pieces: dict[int, list[str]]
+    skipped: set[int]
     pieces, skipped = {}, set()
     for i, node in enumerate(nodes):
         if node["op"] != "RNN" or len(node["inputs"]) < 2:

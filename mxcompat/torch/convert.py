@@ -9,6 +9,7 @@ import itertools
 import linecache
 import numbers
 import sys
+from typing import Any, Callable, Iterator, Mapping
 
 from .._core.conversion import check_flag, fail
 from ..convert.shared import shape_list
@@ -19,6 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import List, Sequence, Tuple, Union
 
+    import numpy as np
     import torch
     from mxnet.gluon import HybridBlock
     from mxnet.module import Module
@@ -33,7 +35,7 @@ INSTALL_HINT = "pip install 'mxcompat[torch]' (the CPU build: see the PyTorch in
 _counter = itertools.count()
 
 
-def import_torch(where="mxcompat.to_torch"):
+def import_torch(where: str = "mxcompat.to_torch") -> Any:
     try:
         import torch
     except ImportError:
@@ -41,13 +43,15 @@ def import_torch(where="mxcompat.to_torch"):
     return torch
 
 
-def _build(graph, blocks=None, root="MXNetModel"):
+def _build(
+    graph: tree.Graph, blocks: tree.Blocks | None = None, root: str = "MXNetModel"
+) -> tree.Written:
     """The module tree's ``tree.Written`` for ``graph``: along ``blocks`` (a Gluon block's
     tree) where they cut the graph into one call per block, else the tree Gluon's names spell,
     else one flat module."""
     from .blocks import flat_blocks, name_blocks
 
-    def trees():
+    def trees() -> Iterator[tree.Blocks | None]:
         if blocks is not None:
             yield blocks
         yield name_blocks(graph)  # None where the names spell no tree
@@ -70,7 +74,7 @@ def _build(graph, blocks=None, root="MXNetModel"):
     raise AssertionError("the flat module is always a tree")
 
 
-def _compile(source, filename, extra=None):
+def _compile(source: str, filename: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     from . import runtime
 
     torch = import_torch()
@@ -88,7 +92,9 @@ def _compile(source, filename, extra=None):
     return namespace
 
 
-def _load_values(module, params, names, torch):
+def _load_values(
+    module: torch.nn.Module, params: Mapping[str, Any], names: Mapping[str, str], torch: Any
+) -> None:
     """Every parameter and buffer from MXNet's array, bit for bit (float32 stays float32)."""
     with torch.no_grad():
         for name, tensor in itertools.chain(module.named_parameters(), module.named_buffers()):
@@ -141,7 +147,14 @@ def to_torch(
     return _convert(model, input_shapes, verify, rtol, atol)
 
 
-def _convert(model, input_shapes, verify, rtol, atol, verify_with=None):
+def _convert(
+    model: Any,
+    input_shapes: Shapes | dict[str, Shape] | Shape | None,
+    verify: bool,
+    rtol: float,
+    atol: float,
+    verify_with: str | None = None,
+) -> torch.nn.Module:
     """to_torch's work; ``verify_with``: another Python whose MXNet checks a checkpoint."""
     from .sources import source
 
@@ -167,15 +180,18 @@ def _convert(model, input_shapes, verify, rtol, atol, verify_with=None):
     return module
 
 
-def record(module, written, feed):
+def record(
+    module: torch.nn.Module, written: tree.Written, feed: Mapping[str, np.ndarray]
+) -> dict[str, Any]:
     """{MXNet node name: output(s)} of one forward of ``module`` (its mode as it is): the
     same classes, written to record each node's output, on ``module``'s state."""
     torch = sys.modules["torch"]
-    rec = {}
-    paths = {}
+    rec: dict[str, Any] = {}
+    paths: dict[int, str] = {}
 
-    def _rec(instance, k, value):
-        node = written.record_nodes.get(paths.get(id(instance)), {}).get(k)
+    def _rec(instance: Any, k: int, value: Any) -> None:
+        # An instance of no known path (None) finds no node, as meant.
+        node = written.record_nodes.get(paths.get(id(instance)), {}).get(k)  # type: ignore[arg-type]
         if node is not None:
             rec[node] = value
 
@@ -185,7 +201,7 @@ def record(module, written, feed):
     # The module's own tensors (assign): a training forward moves its statistics.
     twin.load_state_dict(module.state_dict(), assign=True)
     twin.train(module.training)
-    handles = []
+    handles: list[Any] = []
     for path, sub in twin.named_modules():
         paths[id(sub)] = path
         node = written.layer_nodes.get(path)
@@ -201,19 +217,19 @@ def record(module, written, feed):
     return rec
 
 
-def _layer_hook(rec, node):
-    def hook(_module, _args, output):
+def _layer_hook(rec: dict[str, Any], node: str) -> Callable[[Any, Any, Any], None]:
+    def hook(_module: Any, _args: Any, output: Any) -> None:
         rec[node] = _outputs(output)
 
     return hook
 
 
-def _outputs(output):
+def _outputs(output: Any) -> Any:
     """A layer's output as the node's outputs: ``nn.LSTM``'s ``(output, (h, c))`` as
     ``[output, h, c]``."""
     if not isinstance(output, (tuple, list)):
         return output
-    flat = []
+    flat: list[Any] = []
     for item in output:
         flat.extend(item if isinstance(item, (tuple, list)) else [item])
     return flat

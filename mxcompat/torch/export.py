@@ -5,13 +5,24 @@ torch) and ``optimizer.pt`` (``mxnet_optim.save``: its state_dict, with every se
 update count and the scheduler's position), which ``mxnet_optim.load(model, path)`` resumes
 with torch alone."""
 
+from __future__ import annotations
+
 import json
 import os
 import re
+from typing import Any, Mapping
 
 from .._core.conversion import fail, import_mxnet
 from . import optim_rules, runtime
 from .convert import _convert, import_torch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+    from .convert import Shape, Shapes
+    from .tree import Written
 
 HEADER = '''"""Converted from MXNet by mxcompat (mxcompat torch).  To load it:
 
@@ -21,11 +32,11 @@ model.load_state_dict(safetensors.torch.load_file("weights.safetensors"))
 '''
 
 
-def model_source(written):
+def model_source(written: Written) -> str:
     """model.py: the docstring, the imports the classes use, the classes."""
     lines = [HEADER % written.root]
 
-    def uses(name):
+    def uses(name: str) -> bool:
         return re.search(r"(?<![\w.])%s\." % name, written.source) is not None
 
     if uses("torch"):
@@ -43,7 +54,7 @@ def model_source(written):
     return "\n".join(lines) + "\n\n\n" + written.source
 
 
-def _trainer_order(model, arrays):
+def _trainer_order(model: Any, arrays: Mapping[Any, tuple[np.ndarray, ...]]) -> dict[int, str]:
     """A Trainer's states file names no parameter: its index is the position in the
     Trainer's list, sorted by name where a dict was given from 1.7 (facts.TRAINER_SORTS_PARAMS),
     else ``collect_params()`` order (the graph's, for a sequential network).  The order under
@@ -53,7 +64,7 @@ def _trainer_order(model, arrays):
         return {}
     shapes = {k.split(":", 1)[-1]: v.shape for k, v in mx.nd.load("%s-%04d.params" % model).items()}
     graph = [n for n in mx.sym.load("%s-symbol.json" % model[0]).list_inputs() if n in shapes]
-    fits = []
+    fits: list[dict[int, str]] = []
     for order in (sorted(shapes), graph):
         names = dict(enumerate(order))
         if (
@@ -74,7 +85,7 @@ def _trainer_order(model, arrays):
     return fits[0]
 
 
-def _optimizer(module, model, states):
+def _optimizer(module: torch.nn.Module, model: Any, states: str) -> Any:
     """The MXNet optimizer a states file describes, its indices named, for ``module``.
 
     The file must hold the optimizer (``Trainer.save_states`` always does): a Module's
@@ -96,7 +107,7 @@ def _optimizer(module, model, states):
     return opt
 
 
-def write_optimizer(module, model, states, directory):
+def write_optimizer(module: torch.nn.Module, model: Any, states: str, directory: str) -> list[str]:
     """Write DIR/mxnet_optim.py and DIR/optimizer.pt: the optimizer ``states`` (a states
     file holding the optimizer) resumes, over ``module`` converted from ``model``."""
     from .optim import to_torch_optimizer
@@ -109,7 +120,13 @@ def write_optimizer(module, model, states, directory):
     return paths
 
 
-def write_model(model, directory, input_shapes=None, states=None, verify_with=None):
+def write_model(
+    model: Any,
+    directory: str,
+    input_shapes: Shapes | dict[str, Shape] | Shape | None = None,
+    states: str | None = None,
+    verify_with: str | None = None,
+) -> tuple[list[str], str]:
     """Convert ``model`` (what to_torch takes) and write DIR/model.py, DIR/mxnet_ops.py and
     the weights, and with ``states`` (a states file) the optimizer (``write_optimizer``);
     ([paths written], a note on the weights' format).  ``verify_with``: another Python, whose

@@ -2,15 +2,24 @@
 --verify-with PYTHON``: MXNet and NumPy there, torch not needed), which runs this module as
 ``python -m mxcompat.torch.mxnet_side SYMBOL PARAMS FEED OUT``."""
 
+from __future__ import annotations
+
 import os
 import subprocess
 import sys
 import tempfile
+from typing import Sequence
 
 from .._core.conversion import fail
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
 
-def outputs_elsewhere(python, symbol_file, params_file, feed):
+
+def outputs_elsewhere(
+    python: str, symbol_file: str, params_file: str, feed: dict[str, np.ndarray]
+) -> list[tuple[str, np.ndarray]]:
     """[(output name, array)] of MXNet's nodes on ``feed``, computed by ``python``."""
     import numpy as np
 
@@ -38,7 +47,7 @@ def outputs_elsewhere(python, symbol_file, params_file, feed):
             return [(n, out["out%d" % i]) for i, n in enumerate(names)]
 
 
-def main(argv):
+def main(argv: Sequence[str]) -> int:
     """MXNet's side: SYMBOL PARAMS FEED OUT (this interpreter has MXNet)."""
     import numpy as np
 

@@ -15,7 +15,7 @@ from .expr import Expr, Layer, Var
 class Unsupported(Exception):
     """An operator or attribute the converter does not map (one per node)."""
 
-    def __init__(self, op, node, detail=None):
+    def __init__(self, op: str, node: str, detail: str | None = None) -> None:
         self.op, self.node, self.detail = op, node, detail
         super().__init__(op, node, detail)
 
@@ -23,7 +23,7 @@ class Unsupported(Exception):
 # --- attributes (MXNet's JSON holds every value as a string) --------------------------------------
 
 
-def _tuple(text, default=()):
+def _tuple(text: Any, default: Any = ()) -> Any:
     if text is None:
         return default
     text = str(text).strip()
@@ -33,19 +33,19 @@ def _tuple(text, default=()):
     return tuple(None if t == "None" else int(float(t)) for t in items)
 
 
-def _bool(text, default=False):
+def _bool(text: Any, default: bool = False) -> bool:
     if text is None:
         return default
     return str(text).strip().lower() in ("1", "true")
 
 
-def _float(text, default=None):
+def _float(text: Any, default: Any = None) -> Any:
     if text is None or str(text).strip() == "None":
         return default
     return float(text)
 
 
-def _int(text, default=None):
+def _int(text: Any, default: Any = None) -> Any:
     if text is None or str(text).strip() == "None":
         return default
     return int(float(text))

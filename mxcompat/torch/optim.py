@@ -15,11 +15,14 @@ touched, as MXNet skips a fixed parameter.  torch is imported at the first call.
 
 from __future__ import annotations
 
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
 from .._core.conversion import fail, import_mxnet
 from . import codegen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import numpy as np
     import torch
     from mxnet.gluon import Trainer
     from mxnet.module import Module
@@ -28,10 +31,10 @@ if TYPE_CHECKING:
 WHERE = "to_torch_optimizer"
 
 
-def _multipliers(opt, names):
+def _multipliers(opt: Optimizer, names: Iterable[str]) -> dict[str, tuple[float, float]]:
     """{name: (lr_mult, wd_mult)} as the MXNet optimizer computes them, asked with lr = wd = 1
     and no scheduler (put back after)."""
-    index_of = {}
+    index_of: dict[str, Any] = {}
     for index, param in (getattr(opt, "param_dict", None) or {}).items():
         index_of[param.name] = index
     for index, name in (getattr(opt, "idx2name", None) or {}).items():
@@ -48,10 +51,10 @@ def _multipliers(opt, names):
         opt.lr, opt.wd, opt.lr_scheduler = saved
 
 
-_NAG_RULE: list = []  # the rule found, once asked
+_NAG_RULE: list[str] = []  # the rule found, once asked
 
 
-def _nag_rule():
+def _nag_rule() -> str:
     """Which NAG update this MXNet's ``nag_mom_update`` makes, asked of it on one number (its
     kernel changed between releases; both are MXNet's, neither is PyTorch's):
 
@@ -76,7 +79,9 @@ def _nag_rule():
     )
 
 
-def _source(mx_optimizer, batch_size):
+def _source(
+    mx_optimizer: Optimizer | Trainer | Module, batch_size: int | None
+) -> tuple[Optimizer, float | None]:
     """(MXNet optimizer, the Trainer's rescale_grad or None) of what the caller gave."""
     mx = import_mxnet()
     if isinstance(mx_optimizer, mx.gluon.Trainer):
@@ -103,7 +108,9 @@ def _source(mx_optimizer, batch_size):
     )
 
 
-def _settings(kind, found, rescale, r32):
+def _settings(
+    kind: str, found: Mapping[str, Any], rescale: float | None, r32: Callable[[float], float]
+) -> dict[str, Any]:
     """The torch optimizer's group settings from ``found`` (``optim_state.describe``), each as
     MXNet's kernel receives it."""
     settings = {
@@ -128,21 +135,32 @@ def _settings(kind, found, rescale, r32):
     return settings
 
 
-def _mxnet_names(module):
+def _mxnet_names(module: torch.nn.Module) -> Callable[[str], str]:
     """torch name -> MXNet name: the converted module's own map (``mxnet_names``), else the
     names as they are (a module whose parameters carry their MXNet names, ``%2E`` for ``.``)."""
     own = getattr(module, "mxnet_names", None) or {}
     return lambda name: own.get(name) or codegen.mxnet_name(name)
 
 
-def _carry(topt, kind, centered, arrays, counts, names, named, torch, mxnet_name):
+def _carry(
+    topt: torch.optim.Optimizer,
+    kind: str,
+    centered: bool | None,
+    arrays: Mapping[Any, Sequence[np.ndarray]],
+    counts: Mapping[Any, int],
+    names: Mapping[Any, str],
+    named: Sequence[tuple[str, torch.nn.Parameter]],
+    torch: Any,
+    mxnet_name: Callable[[str], str],
+) -> None:
     """Put MXNet's states (``{index: arrays}``) and Adam's per-parameter counts into
     ``topt.state``, by parameter name; a state for no parameter of the module, or of
     another shape, is an error (never a silent restart)."""
     from .optim_rules import state_names
 
     keys = state_names(kind, centered)
-    by_name = {mxnet_name(n): p for n, p in named}
+    # Looked up by a state's name, None for an index of no name (refused below).
+    by_name: dict[str | None, Any] = {mxnet_name(n): p for n, p in named}
     done = set()
     # A Module's updater holds one state per context (index i * contexts + k), the same
     # after every synchronous step: the lowest index (the first context's) is taken.

@@ -21,10 +21,15 @@ MXNet's classes as records, no other class is unpickled)."""
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from .._core.conversion import fail, import_mxnet
 from ..formats import states_file
 from ..formats.checkpoint import CheckpointError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
 
 WHERE = "to_torch_optimizer"
 SCHEDULERS = ("FactorScheduler", "MultiFactorScheduler", "PolyScheduler", "CosineScheduler")
@@ -48,7 +53,7 @@ SETTINGS = (
 )
 
 
-def kind_of(opt):
+def kind_of(opt: Any) -> str:
     """``opt``'s update rule: 'sgd', 'nag', 'adam' or 'rmsprop' (exactly MXNet's classes)."""
     mx = import_mxnet()
     # The most derived first: MXNet's NAG subclasses SGD in some releases.
@@ -67,7 +72,7 @@ def kind_of(opt):
     )
 
 
-def _scheduler(sched):
+def _scheduler(sched: Any) -> Any:
     """MXNet's scheduler as its attributes (``{"class": name, ...}``: its position included),
     or, for one of the user's own classes, a copy of the object (usable in this process)."""
     if sched is None:
@@ -78,9 +83,9 @@ def _scheduler(sched):
     return copy.deepcopy(sched)
 
 
-def describe(opt):
+def describe(opt: Any) -> dict[str, Any]:
     """An MXNet optimizer's kind, settings, update counts and scheduler as plain values."""
-    found = {"kind": kind_of(opt)}
+    found: dict[str, Any] = {"kind": kind_of(opt)}
     for name in SETTINGS:
         if hasattr(opt, name):
             found[name] = getattr(opt, name)
@@ -92,7 +97,7 @@ def describe(opt):
     return found
 
 
-def _arrays(state):
+def _arrays(state: Any) -> tuple[np.ndarray, ...]:
     """One index's state as a tuple of numpy arrays (``()`` for none)."""
     if state is None:
         return ()
@@ -101,7 +106,7 @@ def _arrays(state):
     return (state.asnumpy(),)
 
 
-def live_states(source):
+def live_states(source: Any) -> dict[Any, tuple[np.ndarray, ...]]:
     """The states a Trainer's or a Module's updater holds now: ``{index: tuple of numpy
     arrays}`` (empty before the first update, and for a bare optimizer)."""
     mx = import_mxnet()
@@ -126,7 +131,7 @@ def live_states(source):
     return {index: _arrays(state) for index, state in updater.states.items()}
 
 
-def _plain_arrays(state):
+def _plain_arrays(state: Any) -> tuple[np.ndarray, ...]:
     """``_arrays`` for a state as the file reader gives it (numpy arrays already)."""
     if state is None:
         return ()
@@ -138,7 +143,7 @@ def _plain_arrays(state):
 KINDS = {"NAG": "nag", "SGD": "sgd", "Adam": "adam", "RMSProp": "rmsprop"}
 
 
-def _describe_record(opt):
+def _describe_record(opt: states_file.OptimizerRecord) -> dict[str, Any]:
     """``describe`` for an optimizer as the file reader gives it (a record of its class and
     attributes: MXNet need not be installed)."""
     kind = KINDS.get(opt.name) if opt.module.split(".")[0] == "mxnet" else None
@@ -149,7 +154,7 @@ def _describe_record(opt):
             NotImplementedError,
         )
     attrs = opt.attrs
-    found = {"kind": kind}
+    found: dict[str, Any] = {"kind": kind}
     found.update((name, attrs[name]) for name in SETTINGS if name in attrs)
     for key, attr in (
         ("update_counts", "_index_update_count"),
@@ -165,7 +170,7 @@ def _describe_record(opt):
     return found
 
 
-def read_states_file(path):
+def read_states_file(path: str) -> tuple[dict[Any, tuple[np.ndarray, ...]], dict[str, Any]]:
     """``(states, found)`` from a file ``Module.save_optimizer_states`` or
     ``Trainer.save_states`` wrote: ``states`` maps each index to a tuple of numpy arrays;
     ``found`` holds what ``describe`` gives when the file holds the optimizer too (its kind,
@@ -186,7 +191,7 @@ def read_states_file(path):
     return {index: _plain_arrays(state) for index, state in read.states.items()}, found
 
 
-def index_names(source, opt):
+def index_names(source: Any, opt: Any) -> dict[Any, str]:
     """``{index: MXNet parameter name}`` for the updater of ``source`` (a Trainer: positions
     in its parameter list; otherwise the optimizer's ``idx2name``, a Module's repeated per
     context; a name as index stands for itself)."""

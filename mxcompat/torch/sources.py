@@ -93,7 +93,7 @@ class GluonSource(SymbolSource):
         name = type(block).__name__
         self.root = name if name.isidentifier() else Source.root
 
-    def blocks(self):
+    def blocks(self) -> Blocks | None:
         from .blocks import gluon_blocks
 
         cached = getattr(self.model, "_cached_graph", ())

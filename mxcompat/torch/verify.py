@@ -2,16 +2,26 @@
 random input, in eval mode; the first node that differs is named.  MXNet's outputs come from
 the source (``sources``): its symbol here, or a checkpoint's files in another Python."""
 
+from __future__ import annotations
+
 import linecache
 import traceback
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from .._core.conversion import fail, import_mxnet, quoted
 from ..convert.shared import no_subgraph_backend, worst_difference
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .tree import Graph, Written
 
-def types(graph, params):
+    # convert.record: {node: output(s)} of one forward of (module, written, feed).
+    Record = Callable[[Any, Written, Mapping[str, np.ndarray]], dict[str, Any]]
+
+
+def types(graph: Graph, params: Mapping[str, Any]) -> dict[str, np.dtype[Any]]:
     """{argument name: numpy dtype}: the parameters' own; the inputs' the one type other than
     float32 among the parameters' where there is one (a Gluon net cast to float64, or to float16
     with its BatchNorm kept in float32: MXNet refuses an input of another type), else float32."""
@@ -22,19 +32,22 @@ def types(graph, params):
     return {n: given.get(n, default) for n in arguments}
 
 
-def feed(graph, shapes, types):
+def feed(
+    graph: Graph, shapes: Mapping[str, tuple[int, ...]], types: Mapping[str, np.dtype[Any]]
+) -> dict[str, np.ndarray]:
     """A seeded random input per data input in its type (float32 where none is): uniform in
     [-1, 1), or valid indices where it feeds an Embedding (its input_dim) directly."""
     rng = np.random.RandomState(0)
     nodes = graph.nodes
-    index_range = {}
+    index_range: dict[str, int] = {}
     for node in nodes:
         if node["op"] == "Embedding":
             source = nodes[node["inputs"][0][0]]
             if source["op"] == "null":
                 index_range[source["name"]] = int(node["attrs"]["input_dim"])
-    values = {}
+    values: dict[str, np.ndarray] = {}
     for name, shape in shapes.items():
+        value: np.ndarray
         if name in index_range:
             value = rng.randint(0, index_range[name], shape)
         else:
@@ -43,7 +56,12 @@ def feed(graph, shapes, types):
     return values
 
 
-def mxnet_outputs(symbol, params, feed, types):
+def mxnet_outputs(
+    symbol: Any,
+    params: Mapping[str, Any],
+    feed: Mapping[str, np.ndarray],
+    types: Mapping[str, np.dtype[Any]],
+) -> list[tuple[str, np.ndarray]]:
     """[(output name, array)] of every internal output of ``symbol``, in node order."""
     mx = import_mxnet()
     every = symbol.get_internals()
@@ -78,7 +96,9 @@ def mxnet_outputs(symbol, params, feed, types):
     return list(zip(internals.list_outputs(), [o.asnumpy() for o in outputs]))
 
 
-def recorded(module, written, feed, record):
+def recorded(
+    module: Any, written: Written, feed: Mapping[str, np.ndarray], record: Record
+) -> dict[str, Any]:
     """{node: output(s)} of one forward of ``module`` in eval mode on ``feed``."""
     was_training = module.training
     module.eval()
@@ -88,7 +108,14 @@ def recorded(module, written, feed, record):
         module.train(was_training)
 
 
-def run_once(module, written, feed, record, prefix, params_file):
+def run_once(
+    module: Any,
+    written: Written,
+    feed: Mapping[str, np.ndarray],
+    record: Record,
+    prefix: str,
+    params_file: str,
+) -> dict[str, Any]:
     """``recorded`` for a checkpoint's module: a forward that fails (the arrays of
     ``params_file`` or the shapes do not fit the graph) is named by the line that fails."""
     try:
@@ -97,7 +124,8 @@ def run_once(module, written, feed, record, prefix, params_file):
         frames = [
             f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<mxcompat")
         ]
-        line = linecache.getline(frames[-1].filename, frames[-1].lineno).strip() if frames else ""
+        # extract_tb's frames carry their line numbers (typeshed's FrameSummary allows None).
+        line = linecache.getline(frames[-1].filename, frames[-1].lineno).strip() if frames else ""  # type: ignore[arg-type]
         raise fail(
             "to_torch",
             "the module converted from %s fails on input_shapes %s%s: %s: %s (the arrays of %s "
@@ -113,7 +141,14 @@ def run_once(module, written, feed, record, prefix, params_file):
         ) from None
 
 
-def compare_nodes(graph, actual, expected, rtol, atol, paths=None):
+def compare_nodes(
+    graph: Graph,
+    actual: Mapping[str, Any],
+    expected: Sequence[tuple[str, np.ndarray]],
+    rtol: float,
+    atol: float,
+    paths: Mapping[str, str] | None = None,
+) -> None:
     """Name the first node whose output in ``actual`` ({node: output(s)}, the recording
     forward's) differs from MXNet's ``expected`` ([(output name, array)], in node order), with
     the module that computes it (``paths``: node name -> module path)."""
@@ -151,14 +186,17 @@ def compare_nodes(graph, actual, expected, rtol, atol, paths=None):
                 )
 
 
-def _by_node(names, expected):
+def _by_node(
+    names: Sequence[str], expected: Sequence[tuple[str, np.ndarray]]
+) -> dict[str, list[tuple[str, np.ndarray]]]:
     """{node name: its [(output name, array)]}: MXNet names a node's outputs after it
     (``NAME_output``, ``NAME_output0``, ``NAME_state``), in node order; a node whose outputs
     the converted module does not compute (what an RNN's parameters pass through) included."""
+    groups: dict[str, list[tuple[str, np.ndarray]]]
     groups, position = {}, 0
     for k, name in enumerate(names):
         following = names[k + 1] if k + 1 < len(names) else None
-        mine = []
+        mine: list[tuple[str, np.ndarray]] = []
         while position < len(expected):
             out_name = expected[position][0]
             theirs = (
