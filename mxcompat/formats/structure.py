@@ -5,8 +5,8 @@ Unlike ``read_params`` this copies no array: it reads each header, checks the si
 against the bytes that are left, and seeks past the data.  It accepts every layout MXNet loads
 (legacy, V1, V2, V3, the sparse storage types, every type flag, trailing bytes MXNet ignores)
 and refuses what would make MXNet allocate or index beyond the file: a count, a number of
-dimensions or a size larger than the file holds, a storage or type flag MXNet does not define,
-a sparse array whose parts disagree.  A symbol JSON is checked as ``normalise_symbol`` reads
+dimensions or a size larger than the file holds, a storage or type flag MXNet does not define.
+A symbol JSON is checked as ``normalise_symbol`` reads
 it (every input and head naming a node before it, ``arg_nodes`` listing the variables,
 attributes as strings), with each output index within what ``node_row_ptr`` says the node has,
 and its control-flow subgraphs alike.  Every refusal is one ``CheckpointError`` naming the
@@ -135,38 +135,24 @@ def _check_array(s):
         aux_flags.append(s.flag("the type flag of auxiliary array %d" % i))
         aux_shapes.append(s.shape(True, "q", "auxiliary array %d" % i))
     if nad:
-        _check_sparse(s, at, nad, shape, sshape, aux_shapes)
-    s.skip(_size(sshape if nad else shape) * _SIZES[flag], "the array's data")
+        _check_sparse(s, at, sshape, aux_shapes)
+    if nad == 1:  # row_sparse: one row of values per row index
+        values = _size(aux_shapes[0][:1]) * _size(shape[1:])
+    elif nad == 2:  # csr: one value per column index
+        values = _size(aux_shapes[1])
+    else:
+        values = _size(shape)
+    s.skip(values * _SIZES[flag], "the array's data")
     for i in range(nad):
         s.skip(_size(aux_shapes[i]) * _SIZES[aux_flags[i]], "auxiliary array %d's data" % i)
 
 
-def _check_sparse(s, at, nad, shape, sshape, aux_shapes):
-    """A sparse array's parts must agree as MXNet writes them, or its loader indexes beyond
-    what it allocated."""
-    if sshape is None or any(a is None for a in aux_shapes) or -1 in sshape:
+def _check_sparse(s, at, sshape, aux_shapes):
+    """A sparse array's storage and index shapes must be known: MXNet allocates by them.
+    Its values are counted by its indices, not its storage shape: MXNet writes a csr array's
+    storage shape as (0,) beside 5 values and 5 column indices (1.9.1)."""
+    if sshape is None or any(a is None for a in aux_shapes):
         raise _error(s.where, at, "a sparse array's storage and index shapes", "unknown ones")
-    if nad == 1:  # row_sparse: values (rows, *shape[1:]), row indices (rows,)
-        fits = (
-            len(sshape) == len(shape)
-            and sshape[1:] == shape[1:]
-            and aux_shapes[0] == sshape[:1]
-            and sshape[0] <= shape[0]
-        )
-        what = "a row_sparse array's values (rows, %s) and one index per row" % (shape[1:],)
-    else:  # csr: values (nnz,), row pointers (rows + 1,), column indices (nnz,)
-        fits = (
-            len(shape) == 2
-            and len(sshape) == 1
-            and aux_shapes[0] == (shape[0] + 1,)
-            and aux_shapes[1] == sshape
-        )
-        what = "a csr array's values, %d row pointers and one column index per value" % (
-            shape[0] + 1 if shape else 0
-        )
-    if not fits:
-        found = "shape %s, storage %s, indices %s" % (shape, sshape, aux_shapes)
-        raise _error(s.where, at, what, found)
 
 
 def _check_list(s):
@@ -185,8 +171,14 @@ def _check_list(s):
     if n_names not in (0, count):
         raise _error(s.where, at, "%d names (one per array) or none" % count, n_names)
     for _ in range(n_names):
+        at = s.offset
         (length,) = s.unpack("<Q", "a name's length")
         s.skip(length, "a name")
+        s.f.seek(at + 8)
+        try:  # MXNet's Python reads each name as UTF-8
+            s.f.read(length).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _error(s.where, at, "a name in UTF-8") from None
     # Bytes after the names: MXNet reads no further, nor does this.
 
 
