@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from .layers import RNN_PIECE
 from .nodes import LAYERS, Node
+from .recurrent import RNN_PIECE
 from .tree import Block, Blocks, Graph, _attribute, _walk
 
 _OUTPUT = re.compile(r"_output\d*$")

@@ -1,12 +1,12 @@
-"""Emitters of MXNet's layer operators (convolution, normalisation, pooling, softmax heads,
-the fused RNN, ...), registered in ``nodes``: each as a functional expression (``EMITTERS``) and,
-where MXNet's semantics are a stock layer's, as that layer (``LAYERS``: ``nn.Conv2d``,
-``nn.Linear``, ``mxops.BatchNorm``, ...).  MXNet's semantics where PyTorch's differ are in the
-expressions (and in ``runtime``): the guide's table lists each with its test."""
+"""Emitters of MXNet's layer operators (convolution, normalisation, pooling, softmax heads, ...;
+the fused RNN's are in ``recurrent``), registered in ``nodes``: each as a functional expression
+(``EMITTERS``) and, where MXNet's semantics are a stock layer's, as that layer (``LAYERS``:
+``nn.Conv2d``, ``nn.Linear``, ``mxops.BatchNorm``, ...).  MXNet's semantics where PyTorch's
+differ are in the expressions (and in ``runtime``): the guide's table lists each with its
+test."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .expr import BinOp, Call, Expr, Layer, Var, call, method
@@ -405,82 +405,4 @@ def _embedding_layer(n: Node) -> Layer | None:
         tuple(weight),
         params={"weight": 1},
         names=("num_embeddings", "embedding_dim"),
-    )
-
-
-@_emits("_rnn_param_concat")
-def _rnn_param_concat(n: Node) -> tuple[Expr, int]:
-    flat = ", ".join(method(a, "reshape", -1).flat() for a in n.args)
-    return call("torch.cat", Var("[%s]" % flat), 0), 1
-
-
-@_emits("RNN")
-def _rnn(n: Node) -> tuple[Expr, int]:
-    mode = n.str("mode")
-    if mode not in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
-        n.refuse("mode=%s" % mode)
-    for key in ("projection_size", "lstm_state_clip_min", "lstm_state_clip_max"):
-        if n.str(key) is not None:
-            n.refuse("%s=%s" % (key, n.str(key)))
-    if n.bool("use_sequence_length"):
-        n.refuse("use_sequence_length=True")
-    outputs = (3 if mode == "lstm" else 2) if n.bool("state_outputs") else 1
-    options = dict(
-        bidirectional=n.bool("bidirectional"),
-        p=n.float("p", 0.0),
-        state_outputs=n.bool("state_outputs"),
-        training=Var("self.training"),
-    )
-    cell = n.arg(3) if mode == "lstm" else Var("None")
-    args = (n.args[0], n.args[1], n.args[2], cell, mode, n.int("state_size"), n.int("num_layers"))
-    return call("mxops.rnn", *args, **options), outputs
-
-
-_RNN_LAYERS = {"lstm": "nn.LSTM", "gru": "nn.GRU", "rnn_tanh": "nn.RNN", "rnn_relu": "nn.RNN"}
-# Gluon's RNN layers name their parameters l0_i2h_weight, r1_h2h_bias, ...: torch's own names for
-# the same matrices (gates in the same order: i, f, g, o and r, z, n).
-RNN_PIECE = re.compile(r"([lr])(\d+)_(i2h|h2h)_(weight|bias)$")
-
-
-@_layer("RNN")
-def _rnn_layer(n: Node) -> Layer | None:
-    """``nn.LSTM``/``nn.GRU``/``nn.RNN`` with torch's parameters, where the node reads Gluon's
-    layer parameters concatenated and starts from zero states."""
-    mode = n.str("mode")
-    if mode not in _RNN_LAYERS or not n.pieces or n.bool("use_sequence_length"):
-        return None
-    clip = ("projection_size", "lstm_state_clip_min", "lstm_state_clip_max")
-    if any(n.str(k) is not None for k in clip):
-        return None
-    pieces: dict[str, str] = {}
-    input_size = None
-    for name, shape in n.pieces:
-        m = RNN_PIECE.search(name)
-        if m is None:
-            return None
-        side, layer, kind, what = m.groups()
-        torch_name = "%s_%s_l%s%s" % (what, kind[0] + "h", layer, "_reverse" if side == "r" else "")
-        pieces[torch_name] = name
-        if torch_name == "weight_ih_l0":
-            input_size = shape[1] if len(shape) == 2 else None
-    layers, bidirectional = n.int("num_layers", 1), n.bool("bidirectional")
-    expected = 4 * layers * (2 if bidirectional else 1)
-    if input_size is None or len(pieces) != expected:
-        return None
-    kwargs: dict[str, Any] = {}
-    if layers != 1:
-        kwargs["num_layers"] = layers
-    if mode == "rnn_relu":
-        kwargs["nonlinearity"] = "relu"
-    if n.float("p", 0.0):
-        kwargs["dropout"] = n.float("p")
-    if bidirectional:
-        kwargs["bidirectional"] = True
-    return Layer(
-        _RNN_LAYERS[mode],
-        (input_size, n.int("state_size")),
-        tuple(kwargs.items()),
-        names=("input_size", "hidden_size"),
-        pieces=pieces,
-        output="0",
     )

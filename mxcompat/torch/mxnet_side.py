@@ -52,7 +52,8 @@ def main(argv: Sequence[str]) -> int:
     import numpy as np
 
     from .._core.conversion import import_mxnet
-    from .sources import _graph
+    from . import codegen
+    from .tree import Graph
     from .verify import mxnet_outputs, types
 
     symbol_file, params_file, feed_file, out_file = argv
@@ -62,7 +63,8 @@ def main(argv: Sequence[str]) -> int:
     with np.load(feed_file) as f:
         feed = {k: f[k] for k in f.files}
     aux = set(symbol.list_auxiliary_states())
-    graph = _graph(symbol.tojson(), aux, params, set())
+    nodes, heads = codegen.load(symbol.tojson())
+    graph = Graph(nodes, heads, {}, aux, set(), set())
     pairs = mxnet_outputs(symbol, params, feed, types(graph, params))
     np.savez(
         out_file,

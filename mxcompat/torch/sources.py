@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from .._core.conversion import fail, import_mxnet, mxnet_importable, quoted
-from . import codegen, tree
+from . import codegen, recurrent, tree
 from .tree import Blocks, Graph
 
 WHERE = "to_torch"
@@ -212,8 +212,8 @@ def _graph(graph_json: Any, aux: set[str], params: dict[str, Any], frozen: set[s
             if any(s in frozen for s in stats):
                 frozen_stats.add(node["name"])
     graph = tree.Graph(nodes, heads, shapes, set(aux) & set(shapes), set(frozen), frozen_stats)
-    graph.rnn_pieces, graph.skipped = codegen._rnn_pieces(nodes, heads, shapes)
-    graph.zero_states = codegen._zero_states(nodes, heads)
+    graph.rnn_pieces, graph.skipped = recurrent.rnn_pieces(nodes, heads, shapes)
+    graph.zero_states = recurrent.zero_states(nodes, heads)
     return graph
 
 
