@@ -13,6 +13,7 @@ Sections (``--only NAME``, repeatable), one module each (its docstring says what
 overhead  module_update.py      Module step and ``update()`` call, patched vs unpatched
 trainer   trainer_step.py       Gluon ``Trainer.step`` and the ``step()`` call, the same
 ops       operator_calls.py     small operator calls with the ``numpy2`` patch off vs on
+loads     checked_loads.py      ``nd.load`` of a 100 and a 500 MB ``.params``, checked or not
 freeze    freezing.py           the registry before/after bind vs ``fixed_param_names``; Gluon
                                 ``freeze``/``gradients=False`` vs ``grad_req='null'``
 convert   conversion.py         ``to_gluon``/``to_module`` vs copies and file round trips
@@ -61,6 +62,7 @@ from mxcompat._core import settings  # noqa: E402
 from mxcompat._core.versions import running  # noqa: E402
 
 from . import (  # noqa: E402
+    checked_loads,
     conversion,
     conversion_memory,
     freezing,
@@ -94,6 +96,7 @@ SECTIONS = [
     ("overhead", module_update),
     ("trainer", trainer_step),
     ("ops", operator_calls),
+    ("loads", checked_loads),
     ("freeze", freezing),
     ("convert", conversion),
     ("memory", conversion_memory),
@@ -180,7 +183,7 @@ def main(argv=None):
         if not args.only or name in args.only:
             if section is mxnet_suite:
                 section.run(table, configs, reps, source=args.mxnet_src, quick=args.quick)
-            elif section is long_run or section is torch_training:
+            elif section in (long_run, torch_training, checked_loads):
                 section.run(table, configs, reps, quick=args.quick)
             else:
                 section.run(table, configs, reps)
