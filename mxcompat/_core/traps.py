@@ -514,6 +514,24 @@ TRAPS = (
         ),
     ),
     Trap(
+        patch="checked_loads",
+        check=None,
+        symptom=(
+            "the process dies (SIGSEGV, `terminate called`, killed for memory) in `mx.nd.load`, "
+            "`mx.sym.load` + `infer_shape`, `Module.load`, `SymbolBlock.imports` of a damaged "
+            "file (truncated, a size field of 2**31, a head naming a missing node)"
+        ),
+        cause=(
+            "MXNet's C++ loaders trust the counts, sizes and node indices a file names "
+            "(every 1.x release)"
+        ),
+        ours=(
+            "the file's structure is checked first: one `CheckpointError` (also an "
+            "`MXNetError`) naming the file, the byte offset and what was expected; a "
+            "well-formed file loads as before (patch `checked_loads`)"
+        ),
+    ),
+    Trap(
         patch="exec_stack",
         check=None,
         symptom=(
