@@ -187,11 +187,7 @@ DIV_SCALAR_IS_INT = (1, 7)
 # 1.6.0 in one run, 1 of 20 on 1.3.1 in another), so trainer_kvstore_init applies on every
 # release; from this release the race is likely.
 TRAINER_LAZY_KVSTORE_RACE = (1, 7)
-
-# MXNet's kvstore became a package in 1.7: the server's KVStoreServer moved from
-# mxnet/kvstore_server.py to mxnet/kvstore/kvstore_server.py, and the `create` it calls from
-# mxnet/kvstore.py to mxnet/kvstore/base.py.  Every release's server controller passes the
-# bytes of command 0 (set_optimizer's) to pickle.loads (patches/kvstore_server.py).
+# mxnet/kvstore*.py became mxnet/kvstore/ (KVStoreServer, base.create): patches/kvstore_server.py
 KVSTORE_PACKAGE = (1, 7)
 
 # Threads recording autograd at once on arrays they share race on every release ("The any
@@ -292,7 +288,6 @@ NUMPY_NO_TOSTRING = (2, 3)
 # 2.1.3 warns.
 NUMPY_REFUSES_SCALAR_OF_1_ELEMENT_ARRAY = (2, 4)
 
-
 # --- SciPy releases (mxnet.test_utils' chi-square tests call scipy.stats) ------------------
 
 # Every release 1.3.1 ... 1.9.1 has mxnet.test_utils.chi_square_check (verify_generator calls
@@ -309,7 +304,6 @@ MXNET_CHI_SQUARE_CHECK = (1, 3)
 SCIPY_CHISQUARE_SUM_CHECK = (1, 7)
 # chisquare(..., sum_check=False) turns that check off, from SciPy 1.15.0 (keyword-only).
 SCIPY_CHISQUARE_SUM_CHECK_OPTION = (1, 15)
-
 
 # --- Python releases (What's New of 3.14 and 3.15 read against MXNet 1.3.1 ... 1.9.1) -------
 
