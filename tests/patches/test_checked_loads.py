@@ -22,7 +22,7 @@ from mxcompat.formats.ndarray_file import CheckpointError
 from mxcompat.patches import checked_loads
 
 from ..support import damaged_files, repo
-from ..support.processes import subprocess_env
+from ..support.processes import run_python, subprocess_env
 
 SEED = 20261206
 ENV = subprocess_env({"PYTHONPATH": repo.ROOT})
@@ -299,3 +299,18 @@ def _save_small(tmp_path):
     path = str(tmp_path / "small.params")
     mx.nd.save(path, {"w": mx.nd.ones((4, 4))})
     return path
+
+
+def test_disable_patches_turns_it_off(tmp_path):
+    path = _truncated(_save_small(tmp_path))
+    code = (
+        "import mxcompat, mxnet as mx\n"
+        "from mxcompat.formats.ndarray_file import CheckpointError\n"
+        "try:\n"
+        "    mx.nd.load(%r)\n"
+        "except mx.base.MXNetError as exc:\n"
+        "    print(isinstance(exc, CheckpointError))\n" % path
+    )
+    for env, checked in (({}, "True"), ({"MXCOMPAT_DISABLE_PATCHES": "checked_loads"}, "False")):
+        proc = run_python(code, env=dict(ENV, **env))
+        assert proc.stdout.strip() == checked, proc.stderr[-2000:]

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -242,6 +243,18 @@ def _load(mx, kind, path):
     return hashlib.sha256((symbol.tojson() + repr(shapes)).encode()).hexdigest()[:16]
 
 
+def _gist(message):
+    """A message's last line that is not a frame of MXNet's C++ backtrace (``[bt] (9)
+    libmxnet.so(+0x2b2...)``: addresses differ from process to process), times of day out."""
+    lines = [
+        line.strip()
+        for line in message.splitlines()
+        if line.strip() and not line.strip().startswith(("[bt]", "Stack trace"))
+    ]
+    gist = lines[-1] if lines else ""
+    return re.sub(r"\[\d\d:\d\d:\d\d\] ", "", gist)[:200]
+
+
 def _main(mode, kind, listing, results):
     if mode == "on":
         import mxcompat  # noqa: F401
@@ -254,8 +267,8 @@ def _main(mode, kind, listing, results):
             out.flush()
             try:
                 outcome = "loaded " + _load(mx, kind, path)
-            except Exception as exc:  # the outcome is the class and first line
-                outcome = "%s: %s" % (type(exc).__name__, str(exc).strip().split("\n")[-1][:200])
+            except Exception as exc:  # the outcome is the class and its message's gist
+                outcome = "%s: %s" % (type(exc).__name__, _gist(str(exc)))
             out.write("%d %s\n" % (index, outcome))
             out.flush()
 
