@@ -4,14 +4,14 @@ patch asks before MXNet's C++ parses a file (``mx.nd.load``, ``mx.sym.load``...)
 Unlike ``read_params`` this copies no array: it reads each header, checks the sizes it names
 against the bytes that are left, and seeks past the data.  It accepts every layout MXNet loads
 (legacy, V1, V2, V3, the sparse storage types, every type flag, trailing bytes MXNet ignores)
-and refuses what would make MXNet allocate or index beyond the file: a count, a number of
-dimensions or a size larger than the file holds, a storage or type flag MXNet does not define.
-A symbol JSON is checked as ``normalise_symbol`` reads
-it (every input and head naming a node before it, ``arg_nodes`` listing the variables,
-attributes as strings), with each output index within what ``node_row_ptr`` says the node has,
-and its control-flow subgraphs alike.  Every refusal is one ``CheckpointError`` naming the
-file, the byte offset and what was expected; the values inside a well-formed file are not
-judged."""
+and refuses what would make MXNet allocate or read beyond the file: a count, a number of
+dimensions or a size larger than the file holds, a storage, device or type flag MXNet does not
+define, a name that is not UTF-8 (MXNet's Python reads each name as UTF-8).  A symbol JSON is
+checked as ``normalise_symbol`` reads it (every input and head naming a node before it, so no
+cycle; ``arg_nodes`` listing the variables; attributes as strings), each output index within
+what ``node_row_ptr`` says its node has, and its control-flow subgraphs alike.  Every refusal
+is one ``CheckpointError`` naming the file, the byte offset and what was expected; the values
+inside a well-formed file are not judged."""
 
 from __future__ import annotations
 
