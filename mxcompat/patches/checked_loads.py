@@ -35,7 +35,7 @@ DOC = (
     "pickled NDArrays): a damaged file raises one CheckpointError (an MXNetError), never a crash."
 )
 
-_classes = {}
+_classes: dict = {}  # "error": the class made once MXNet is loaded
 
 
 def error_class():
