@@ -189,6 +189,35 @@ def test_mxnets_own_functions_are_back_after_the_import(warm):
     assert out == {}
 
 
+def test_a_failure_of_its_own_leaves_mxnet_its_own_way(warm, tmp_path):
+    # A bug of ours while serving: one warning, and MXNet makes every function itself.
+    path, total = _copy_warm(warm, tmp_path)
+    program = (
+        "import json, mxcompat\n"
+        "from mxcompat.patches import operator_cache\n"
+        "def broken(*args):\n"
+        "    raise RuntimeError('a bug')\n"
+        "operator_cache._rebind = broken\n"
+        "import mxnet as mx\n"
+        "print(json.dumps([operator_cache.last_import(), mx.nd.relu(mx.nd.array([-1, 1]))"
+        ".asnumpy().tolist()]))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        env=subprocess_env({"MXCOMPAT_OPERATOR_CACHE": str(tmp_path / "cache")}),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cache, relu = json.loads(proc.stdout.splitlines()[-1])
+    assert relu == [0.0, 1.0]
+    # Those MXNet makes twice in one import still come from the first (no handle to change).
+    assert cache["made"] > 1000 and cache["made"] + cache["served"] == total
+    assert proc.stderr.count("MXCompatWarning") == 1
+    assert "operator cache failed (RuntimeError: a bug)" in proc.stderr
+
+
 def test_switched_off_like_any_patch(tmp_path):
     out = report(tmp_path, {"MXCOMPAT_DISABLE_PATCHES": "operator_cache"})
     assert out == {}

@@ -44,7 +44,7 @@ import types
 
 from ..._core import elf, facts, hooks
 from ..._core.about import VERSION
-from ..._core.log import logger
+from ..._core.log import logger, step_aside
 from ..._core.registry import Patch, Target, register
 from ..._core.stacking import install, restore
 from . import store
@@ -183,23 +183,42 @@ class Session:
         object, which MXNet's ``exec`` runs as it runs the source) and the docstring."""
         if kwargs or len(args) != 3:
             return wrapped(*args, **kwargs)  # signature_only: MXNet's own
-        handle, op_name, func_name = args
-        number = handle.value
+        try:
+            served = self._serve(section, *args)
+        except Exception:
+            served = _failed("serve")
+        if served is not None:
+            return served
+        source, doc = wrapped(*args, **kwargs)  # MXNet's own errors go on as they are
+        try:
+            return self._keep(section, flags, args, source, doc)
+        except SyntaxError:
+            return source, doc  # raised again by MXNet's exec, as without mxcompat
+        except Exception:
+            _failed("keep")
+            return source, doc
+
+    def _serve(self, section, handle, op_name, func_name):
         key = (section, op_name, func_name)
         entry = self.entries.get(key)
-        if entry is not None:
-            if _usable(entry, func_name):
-                self.served += 1
-                code = entry[0] if entry[2] == number else _rebind(entry[0], entry[3], number)
-                return code, entry[1]
-            del self.entries[key]  # made anew below, and the file written again
-        source, doc = wrapped(*args, **kwargs)
+        if entry is None:
+            return None
+        if not _usable(entry, func_name):
+            del self.entries[key]  # made anew, and the file written again
+            return None
+        number = handle.value
+        code = entry[0] if entry[2] == number else _rebind(entry[0], entry[3], number)
+        self.served += 1
+        return code, entry[1]
+
+    def _keep(self, section, flags, args, source, doc):
+        handle, op_name, func_name = args
         if type(source) is not str:
             return source, doc
         code = compile(source, "<string>", "exec", flags, True)
-        place = _place(code, number)
+        place = _place(code, handle.value)
         if type(doc) is str and place is not None:
-            self.entries[key] = (code, doc, number, place)
+            self.entries[(section, op_name, func_name)] = (code, doc, handle.value, place)
             self.made += 1
         return code, doc
 
@@ -207,13 +226,17 @@ class Session:
         """``mxnet.base._init_op_module`` / ``_init_np_op_module``: MXNet's own, with the
         generator of the ``make_op_func`` given served from the cache during the call."""
         make = kwargs.get("make_op_func", args[-1] if args else None)
-        generator = _generator_of(make)
+        try:
+            generator = _generator_of(make)
+            if generator is not None:
+                section = "%s.%s" % (make.__module__, make.__qualname__)
+                flags = make.__code__.co_flags & _FUTURE_FLAGS
+                serve = functools.partial(self.generate, section, flags)
+                served = install(PATCH, [Target(make.__module__, generator, wrapper=serve)])
+        except Exception:
+            generator = _failed("wrap")
         if generator is None:
             return wrapped(*args, **kwargs)
-        section = "%s.%s" % (make.__module__, make.__qualname__)
-        flags = make.__code__.co_flags & _FUTURE_FLAGS
-        serve = functools.partial(self.generate, section, flags)
-        served = install(PATCH, [Target(make.__module__, generator, wrapper=serve)])
         try:
             return wrapped(*args, **kwargs)
         finally:
@@ -239,6 +262,15 @@ class Session:
             except Exception as error:
                 # Only the next import's time depends on it.
                 logger.debug("operator cache not written to %s: %s", self.path, error)
+
+
+def _failed(step):
+    # A bug of ours: warned once, and MXNet's own way for what is left of the import.
+    step_aside(
+        ("operator-cache", step),
+        "mxcompat's operator cache failed ({error}); MXNet generates its operators itself",
+    )
+    return None
 
 
 def _python_tag():
@@ -267,7 +299,10 @@ def _key(base, library):
     import hashlib
 
     st = os.stat(library)
-    build_id = elf.build_id(library)
+    try:
+        build_id = elf.build_id(library)
+    except ValueError:
+        build_id = None  # not an ELF file this reader reads (macOS): the inode and ctime
     package = os.path.dirname(os.path.abspath(base.__file__))
     libinfo = sys.modules.get("mxnet.libinfo")
     operators = hashlib.sha256("\n".join(_operator_names(base)).encode()).hexdigest()
