@@ -3,8 +3,7 @@ indices a file names.  Of 300 randomly damaged copies of a small ``.params`` (tr
 flipped, a size field set to 2**31 or 2**40), ``mx.nd.load`` killed the process 13 times
 (SIGSEGV, ``terminate called``, out of memory); of 200 damaged ``-symbol.json`` (an input or
 head naming a node that is not there, a wrong ``arg_nodes`` entry, odd attributes),
-``mx.sym.load`` plus ``infer_shape`` killed it 6 times (1.9.1, one seed; every release crashes
-on such files).
+``mx.sym.load`` plus ``infer_shape`` killed it 6 times (MXNet 1.9.1, one seed).
 
 Before MXNet parses a file, mxcompat checks its structure with its own reader
 (``mxcompat.formats.structure``): headers read, sizes held against the bytes that are left,
