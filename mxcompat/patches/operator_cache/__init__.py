@@ -35,6 +35,7 @@ import, takes MXNet's own path: never an error, never another function.  Patch n
 ``operator_cache``; ``MXCOMPAT_DISABLE_PATCHES=operator_cache`` turns it off.
 """
 
+from __future__ import annotations
 import __future__
 
 import functools
@@ -66,7 +67,7 @@ _FUTURE_FLAGS = functools.reduce(
 )
 
 _session = None  # the import of mxnet in progress, or None
-_last = {}  # what the last one took from the cache (last_import)
+_last: dict = {}  # what the last one took from the cache (last_import)
 
 
 def last_import():
