@@ -149,16 +149,16 @@ def _wrap_controller(wrapped, instance, args, kwargs):
                     "mxcompat refused the optimizer a worker sent to this kvstore server: its "
                     "pickle names %s, which is not an MXNet optimizer or scheduler class, "
                     "NumPy's scalar or dtype, plain data, or a class named in %s "
-                    "(module:Class); nothing of it ran, and the server goes on without it"
-                    % (exc, settings.KVSTORE_CLASSES)
+                    "(module:Class); nothing of it ran, and the server serves on with the "
+                    "optimizer it had" % (exc, settings.KVSTORE_CLASSES)
                 )
                 return None
-            except Exception as exc:  # noqa: BLE001 -- a peer's bytes: any failure is refusal
+            except Exception as exc:  # a peer's bytes: any failure is a refusal
                 record(PATCH)
                 _log_refused(
                     "mxcompat refused the optimizer a worker sent to this kvstore server: it "
-                    "is not a pickle of admitted classes (%s: %s); the server goes on without it"
-                    % (type(exc).__name__, str(exc)[:200])
+                    "is not a pickle of admitted classes (%s: %s); the server serves on with the "
+                    "optimizer it had" % (type(exc).__name__, str(exc)[:200])
                 )
                 return None
         return controller(cmd_id, cmd_body, *rest)
