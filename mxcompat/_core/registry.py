@@ -55,8 +55,8 @@ ORDER = (
     "gpu_arch",
     "exec_stack",
     "operator_cache",
-    "python_oo",
     "checked_loads",
+    "python_oo",  # last: applies under -OO only
 )
 
 # RLock: a patch's on_apply may call back into the registry.
