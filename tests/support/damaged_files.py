@@ -2,7 +2,7 @@
 of them run in a fresh interpreter per batch, with or without mxcompat, so that a crash of
 MXNet's C++ (SIGSEGV, abort) is seen as that file's outcome, not a dead test run.
 
-Run as a script (``python damaged_files.py on|off params|symbol LIST RESULTS``) it loads each
+Run as a script (``python damaged_files.py MODE params|symbol LIST RESULTS``) it loads each
 file named in LIST and appends ``INDEX start`` before, ``INDEX outcome`` after each to
 RESULTS, flushed: the file a crash killed is the last one started."""
 
@@ -175,9 +175,13 @@ def make(folder, mx, seed, n_params=300, n_symbols=200):
     return params, symbols
 
 
-def run(paths, kind, with_mxcompat, env, batch=50, timeout=300):
+def run(paths, kind, mode, env, batch=50, timeout=300):
     """Each file's outcome in fresh interpreters of this env, ``batch`` files each: ``loaded
-    DIGEST``, ``CLASS: message`` for an exception, ``crash SIGNAL`` where the process died."""
+    DIGEST``, ``CLASS: message`` for an exception, ``crash SIGNAL`` where the process died.
+    ``mode``: "on" (mxcompat), "off" (MXNet alone), "unchecked" (mxcompat without
+    ``checked_loads``: where MXNet imports only with mxcompat, NumPy 2 or Python 3.12+)."""
+    if mode == "unchecked":
+        env = dict(env, MXCOMPAT_DISABLE_PATCHES="checked_loads")
     outcomes = {}
     folder = os.path.dirname(paths[0])
     start = 0
@@ -192,7 +196,7 @@ def run(paths, kind, with_mxcompat, env, batch=50, timeout=300):
             [
                 sys.executable,
                 os.path.abspath(__file__),
-                "on" if with_mxcompat else "off",
+                mode,
                 kind,
                 listing,
                 results,
@@ -256,7 +260,7 @@ def _gist(message):
 
 
 def _main(mode, kind, listing, results):
-    if mode == "on":
+    if mode != "off":
         import mxcompat  # noqa: F401
     import mxnet as mx
 
