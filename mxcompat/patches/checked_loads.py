@@ -26,8 +26,6 @@ import os
 import stat
 
 from .._core.registry import Patch, Target, record, register
-from ..formats import structure
-from ..formats.ndarray_file import CheckpointError
 
 PATCH = "checked_loads"
 DOC = (
@@ -45,6 +43,8 @@ def error_class():
     if cls is None:
         from mxnet.base import MXNetError
 
+        from ..formats.ndarray_file import CheckpointError
+
         cls = type(
             "CheckpointError",
             (CheckpointError, MXNetError),
@@ -55,8 +55,13 @@ def error_class():
 
 
 def _refuse(check, *args):
+    # The reader (and NumPy, which it imports) loads at the first load, not with the patch:
+    # registering the patches (`mxcompat patches`) imports neither.
+    from ..formats import structure
+    from ..formats.ndarray_file import CheckpointError
+
     try:
-        check(*args)
+        getattr(structure, check)(*args)
     except CheckpointError as exc:
         record(PATCH)
         raise error_class()(str(exc)) from None
@@ -93,35 +98,35 @@ def _bytes(arg, size=None):
 def _load_file(wrapped, instance, args, kwargs):
     path = _plain_file(args[0]) if args else None
     if path is not None:
-        _refuse(structure.check_ndarray_file, path, _where(path))
+        _refuse("check_ndarray_file", path, _where(path))
     return wrapped(*args, **kwargs)
 
 
 def _load_buffer(wrapped, instance, args, kwargs):
     view = _bytes(args[0], args[1]) if len(args) > 1 else None
     if view is not None:
-        _refuse(structure.check_ndarray_bytes, view, "the buffer of nd.load_frombuffer")
+        _refuse("check_ndarray_bytes", view, "the buffer of nd.load_frombuffer")
     return wrapped(*args, **kwargs)
 
 
 def _load_raw_bytes(wrapped, instance, args, kwargs):
     view = _bytes(args[0], args[1]) if len(args) > 1 else None
     if view is not None:
-        _refuse(structure.check_raw_ndarray, view, "a pickled NDArray")
+        _refuse("check_raw_ndarray", view, "a pickled NDArray")
     return wrapped(*args, **kwargs)
 
 
 def _symbol_file(wrapped, instance, args, kwargs):
     path = _plain_file(args[0]) if args else None
     if path is not None:
-        _refuse(structure.check_symbol_file, path, _where(path))
+        _refuse("check_symbol_file", path, _where(path))
     return wrapped(*args, **kwargs)
 
 
 def _symbol_json(wrapped, instance, args, kwargs):
     value = getattr(args[0], "value", None) if args else None
     if isinstance(value, bytes):
-        _refuse(structure.check_symbol_json, value, "the symbol JSON")
+        _refuse("check_symbol_json", value, "the symbol JSON")
     return wrapped(*args, **kwargs)
 
 
