@@ -129,6 +129,14 @@ def run(table, configs, reps):
             fastest("cache-cold", at),
             "<= 1.05x",
         )
+        if plain:  # what the rest of mxcompat costs the import, beside the cold row
+            table.add(
+                "import mxcompat, then mxnet: operator_cache off%s (fastest of %d)" % (clock, reps),
+                base_name,
+                fastest(base, at),
+                "mxcompat + import mxnet",
+                fastest("cache-off", at),
+            )
     if forkserver:
         table.add(
             "DataLoader(num_workers=4) under forkserver: first batch (fastest of %d)" % reps,
