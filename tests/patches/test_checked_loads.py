@@ -318,3 +318,26 @@ def test_disable_patches_turns_it_off(tmp_path):
     for env, checked in (({}, "True"), ({"MXCOMPAT_DISABLE_PATCHES": "checked_loads"}, "False")):
         proc = run_python(code, env=dict(ENV, **env))
         assert proc.stdout.strip() == checked, proc.stderr[-2000:]
+
+
+def test_the_error_names_the_file_the_offset_and_what_was_expected(tmp_path):
+    path = _save_small(tmp_path)
+    data = bytearray(open(path, "rb").read())
+    struct.pack_into("<Q", data, 16, 2**40)  # the number of arrays
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    with pytest.raises(CheckpointError) as info:
+        mx.nd.load(path)
+    assert str(info.value) == (
+        "mxcompat: %s, at byte 16: expected a number of arrays the file can hold, "
+        "found 1099511627776" % path
+    )
+    symbol = str(tmp_path / "x-symbol.json")
+    mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc").save(symbol)
+    graph = json.load(open(symbol))
+    graph["nodes"][-1]["inputs"][0][0] = 9  # fc's data: a node that is not there
+    json.dump(graph, open(symbol, "w"))
+    with pytest.raises(
+        CheckpointError, match="^mxcompat: %s: expected node 3's input as " % symbol
+    ):
+        mx.sym.load(symbol)
