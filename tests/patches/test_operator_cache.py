@@ -115,6 +115,20 @@ def test_under_OO_too(mxnets_own, tmp_path):
     assert warm["cache"]["made"] == 0
     assert_same(warm, off)
     assert off["all"] == mxnets_own["all"]
+    # Without python_oo MXNet fails under -OO as it ships: the file does not hide that.
+    proc = subprocess.run(
+        [sys.executable, "-OO", "-c", REPORT],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(
+            {"MXCOMPAT_OPERATOR_CACHE": str(tmp_path), "MXCOMPAT_DISABLE_PATCHES": "python_oo"}
+        ),
+        timeout=300,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "TypeError: sequence item 0: expected str instance, NoneType found"
+    )
 
 
 def test_operators_compute_from_the_cache(warm):

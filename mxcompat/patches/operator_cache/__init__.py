@@ -46,7 +46,7 @@ import types
 from ..._core import elf, facts, hooks
 from ..._core.about import VERSION
 from ..._core.log import logger, step_aside
-from ..._core.registry import Patch, Target, register
+from ..._core.registry import Patch, Target, is_wanted, register
 from ..._core.stacking import install, restore
 from . import store
 
@@ -340,6 +340,11 @@ def _on_base(base):
     if _session is not None or not hasattr(base, "_init_op_module"):
         return
     _last.clear()
+    if sys.flags.optimize >= 2 and not is_wanted("python_oo"):
+        # Under -OO the operators' docstrings are built from the doc classes' that the
+        # python_oo patch fills; without it MXNet fails to import, as it ships, and a file
+        # written with it must not hide that.
+        return
     try:
         session = Session(base)
     except Exception:
