@@ -23,6 +23,12 @@ from mxcompat.patches.operator_cache import store
 from tests.support.processes import subprocess_env
 from tests.support.repo import ROOT
 
+pytestmark = pytest.mark.skipif(
+    sys.version_info >= (3, 14),
+    reason="the cache is off on Python 3.14+ (test_operator_cache_off.py): its functions are "
+    "not yet shown equal to MXNet's own there",
+)
+
 LIBRARY = os.path.realpath(mx.base._LIB._name)
 # What a fresh process reports: the patch's own count of what it served and made.
 REPORT = (
