@@ -4,6 +4,7 @@ the cache, equal MXNet's own one by one; a cache in doubt is never used, never c
 Every test runs fresh interpreters with a cache folder of its own
 (``MXCOMPAT_OPERATOR_CACHE``)."""
 
+import ctypes
 import json
 import marshal
 import os
@@ -23,12 +24,6 @@ from mxcompat.patches.operator_cache import store
 from tests.support.processes import subprocess_env
 from tests.support.repo import ROOT
 
-pytestmark = pytest.mark.skipif(
-    sys.version_info >= (3, 14),
-    reason="the cache is off on Python 3.14+ (test_operator_cache_off.py): its functions are "
-    "not yet shown equal to MXNet's own there",
-)
-
 LIBRARY = os.path.realpath(mx.base._LIB._name)
 # What a fresh process reports: the patch's own count of what it served and made.
 REPORT = (
@@ -38,7 +33,28 @@ REPORT = (
 )
 
 
-def python(args, cache, env=None, flags=()):
+# The length of the operators' handles is in their code, and each length has its cache file:
+# where it varies from one process to the next (a Python built without PIE, e.g. Debian's), a
+# test that needs the file it prepared, or code comparable with another process's, starts the
+# process again until one fits.
+TRIES = 40  # Debian's Python 3.14: 9 digits 13 times in 16, 10 twice, 8 once
+
+
+def python(args, cache, env=None, flags=(), same_as=None, file_of=lambda out: out.get("file")):
+    """The JSON a fresh process prints last; with ``same_as`` (a cache file), the first of
+    up to TRIES processes whose cache file (``file_of(output)``) is that one."""
+    return _until(args, cache, env, flags, lambda out: same_as in (None, file_of(out)))
+
+
+def _until(args, cache, env, flags, fits):
+    for _ in range(TRIES):
+        out = _python(args, cache, env, flags)
+        if fits(out):
+            return out
+    pytest.fail("no process of %d fit" % TRIES)
+
+
+def _python(args, cache, env, flags):
     proc = subprocess.run(
         [sys.executable] + list(flags) + list(args),
         capture_output=True,
@@ -52,19 +68,34 @@ def python(args, cache, env=None, flags=()):
     return json.loads(proc.stdout.splitlines()[-1])
 
 
-def functions(cache, env=None, flags=()):
-    """Every generated function of a fresh process, described (tests/support/...)."""
-    return python(["-m", "tests.support.operator_functions"], cache, env, flags)
+def functions(cache, env=None, flags=(), same_as=None, like=None):
+    """Every generated function of a fresh process, described (tests/support/...); with
+    ``same_as``, of one that read that cache file, with ``like``, of one whose handles have
+    the lengths of ``like``'s (another process's output)."""
+    args = ["-m", "tests.support.operator_functions"]
+
+    def fits(out):
+        return same_as in (None, out["cache"].get("file")) and (
+            like is None or out["lengths"] == like["lengths"]
+        )
+
+    return _until(args, cache, env, flags, fits)
 
 
-def report(cache, env=None, flags=()):
-    return python(["-c", REPORT], cache, env, flags)
+def cold_functions(tmp_path, like, flags=()):
+    """``functions`` of a first import (an empty cache folder of its own, under ``tmp_path``)
+    whose handles have the lengths of ``like``'s: the folder and the output."""
+    for attempt in range(TRIES):
+        folder = tmp_path / ("cold-%d" % attempt)
+        folder.mkdir(mode=0o700)
+        out = functions(folder, flags=flags)
+        if out["lengths"] == like["lengths"]:
+            return folder, out
+    pytest.fail("no process of %d fit" % TRIES)
 
 
-def cache_file(cache):
-    names = [n for n in os.listdir(str(cache)) if not n.startswith(".")]
-    assert len(names) == 1, names
-    return os.path.join(str(cache), names[0])
+def report(cache, env=None, flags=(), same_as=None):
+    return python(["-c", REPORT], cache, env, flags, same_as)
 
 
 def assert_same(mine, theirs):
@@ -74,11 +105,24 @@ def assert_same(mine, theirs):
     assert mine["all"] == theirs["all"]
 
 
+def reference(cache, flags=()):
+    """``functions`` of an import with the patch off, one whose handles all have one length
+    (the other processes compared with it must have the same lengths: see TRIES)."""
+    off = {"MXCOMPAT_DISABLE_PATCHES": "operator_cache"}
+    return _until(
+        ["-m", "tests.support.operator_functions"],
+        cache,
+        off,
+        flags,
+        lambda out: len(out["digits"]) == 1,
+    )
+
+
 @pytest.fixture(scope="module")
 def mxnets_own(tmp_path_factory):
     """The functions of an import with the patch off."""
     cache = tmp_path_factory.mktemp("off")
-    own = functions(cache, {"MXCOMPAT_DISABLE_PATCHES": "operator_cache"})
+    own = reference(cache)
     assert own["cache"] == {} and os.listdir(str(cache)) == []
     # Every operator has its function (MXNet 1.3.1 makes the fewest: about 1,900).
     assert len(own["functions"]) > 1500
@@ -87,37 +131,41 @@ def mxnets_own(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory):
-    """A cache folder filled by one import (its report)."""
+    """A cache folder filled by imports, and the report of the first whose file the most of
+    three read (the commonest length of handles: see TRIES)."""
     cache = tmp_path_factory.mktemp("warm")
-    return cache, report(cache)
+    reports = [report(cache) for _ in range(3)]
+    files = [r["file"] for r in reports]
+    common = max(files, key=files.count)
+    return cache, next(r for r in reports if r["file"] == common)
 
 
 def test_cold_and_warm_functions_equal_mxnets_own_one_by_one(mxnets_own, tmp_path):
-    cold = functions(tmp_path)
+    folder, cold = cold_functions(tmp_path, mxnets_own)
     assert_same(cold, mxnets_own)
     made, served = cold["cache"]["made"], cold["cache"]["served"]
     # Cold: every function made from MXNet's source; those MXNet makes twice (the old
     # mx.nd.contrib / mx.sym.contrib names) come from the first one.
     assert made > 1000 and 0 < served < made
-    path = cache_file(tmp_path)
-    assert cold["cache"]["file"] == path
+    path = cold["cache"]["file"]
+    assert os.path.dirname(path) == str(folder)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
-    before = os.stat(path).st_mtime_ns
 
-    warm = functions(tmp_path)
+    warm = functions(folder, same_as=path, like=mxnets_own)
     assert_same(warm, mxnets_own)
-    assert warm["cache"] == {"served": made + served, "made": 0, "file": path}
-    assert os.stat(path).st_mtime_ns == before  # nothing to write
+    assert warm["cache"] == {"served": made + served, "made": 0, "file": path}  # nothing written
 
 
 @pytest.mark.skipif(sys.flags.optimize, reason="the test runs its own -OO processes")
 def test_under_OO_too(mxnets_own, tmp_path):
     # -OO strips the docstring from the compiled code (not the __doc__ MXNet sets): its own
     # cache file, and the functions still MXNet's.
-    off = functions(tmp_path, {"MXCOMPAT_DISABLE_PATCHES": "operator_cache"}, ["-OO"])
-    assert functions(tmp_path, flags=["-OO"])["cache"]["made"] > 1000
-    warm = functions(tmp_path, flags=["-OO"])
+    off = reference(tmp_path, ["-OO"])
+    folder, cold = cold_functions(tmp_path, off, ["-OO"])
+    assert cold["cache"]["made"] > 1000
+    assert_same(cold, off)
+    warm = functions(folder, flags=["-OO"], same_as=cold["cache"]["file"], like=off)
     assert warm["cache"]["made"] == 0
     assert_same(warm, off)
     assert off["all"] == mxnets_own["all"]
@@ -127,7 +175,7 @@ def test_under_OO_too(mxnets_own, tmp_path):
         capture_output=True,
         text=True,
         env=subprocess_env(
-            {"MXCOMPAT_OPERATOR_CACHE": str(tmp_path), "MXCOMPAT_DISABLE_PATCHES": "python_oo"}
+            {"MXCOMPAT_OPERATOR_CACHE": str(folder), "MXCOMPAT_DISABLE_PATCHES": "python_oo"}
         ),
         timeout=300,
     )
@@ -137,8 +185,8 @@ def test_under_OO_too(mxnets_own, tmp_path):
     )
 
 
-def test_operators_compute_from_the_cache(warm):
-    cache, first = warm
+def test_operators_compute_from_the_cache(warm, tmp_path):
+    path, total = _copy_warm(warm, tmp_path)
     program = """
         import json, mxcompat, mxnet as mx
         from mxcompat.patches import operator_cache
@@ -156,12 +204,9 @@ def test_operators_compute_from_the_cache(warm):
     """
     import textwrap
 
-    out = python(["-c", textwrap.dedent(program)], cache)
-    assert out.pop("cache") == {
-        "served": first["served"] + first["made"],
-        "made": 0,
-        "file": first["file"],
-    }
+    program = textwrap.dedent(program)
+    out = python(["-c", program], tmp_path / "cache", same_as=path, file_of=_cache_of)
+    assert out.pop("cache") == {"served": total, "made": 0, "file": path}
     assert out.pop("relu") == [[0.0, 2.0, 0.0]]
     assert out.pop("fc") == [[-1.5, -1.0]]
     assert out.pop("sym") == [[0.0, 4.0, 0.0]]
@@ -170,7 +215,11 @@ def test_operators_compute_from_the_cache(warm):
     assert out == {}
 
 
-def test_mxnets_own_functions_are_back_after_the_import(warm):
+def _cache_of(out):
+    return out["cache"].get("file")
+
+
+def test_mxnets_own_functions_are_back_after_the_import(warm, tmp_path):
     program = """
         import json, sys, types, mxcompat, mxnet
         own = {}
@@ -197,7 +246,8 @@ def test_mxnets_own_functions_are_back_after_the_import(warm):
     """
     import textwrap
 
-    out = python(["-c", textwrap.dedent(program)], warm[0])
+    _copy_warm(warm, tmp_path)
+    out = python(["-c", textwrap.dedent(program)], tmp_path / "cache")
     assert out.pop("generators") == [True, True]
     assert out.pop("patched") and out.pop("unpatched") and out.pop("works")
     init = out.pop("_init_op_module")
@@ -217,20 +267,24 @@ def test_a_failure_of_its_own_leaves_mxnet_its_own_way(warm, tmp_path):
         "from mxcompat.patches import operator_cache\n"
         "def broken(*args):\n"
         "    raise RuntimeError('a bug')\n"
-        "operator_cache._rebind = broken\n"
+        "operator_cache._usable = broken\n"
         "import mxnet as mx\n"
         "print(json.dumps([operator_cache.last_import(), mx.nd.relu(mx.nd.array([-1, 1]))"
         ".asnumpy().tolist()]))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        env=subprocess_env({"MXCOMPAT_OPERATOR_CACHE": str(tmp_path / "cache")}),
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    cache, relu = json.loads(proc.stdout.splitlines()[-1])
+    for _ in range(TRIES):  # until a process reads the file (see TRIES)
+        proc = subprocess.run(
+            [sys.executable, "-c", program],
+            capture_output=True,
+            text=True,
+            env=subprocess_env({"MXCOMPAT_OPERATOR_CACHE": str(tmp_path / "cache")}),
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        cache, relu = json.loads(proc.stdout.splitlines()[-1])
+        if cache["file"] == path:
+            break
+    assert cache["file"] == path
     assert relu == [0.0, 1.0]
     # Those MXNet makes twice in one import still come from the first (no handle to change).
     assert cache["made"] > 1000 and cache["made"] + cache["served"] == total
@@ -245,12 +299,13 @@ def test_switched_off_like_any_patch(tmp_path):
 
 
 def _copy_warm(warm, tmp_path):
-    """A copy of the warm cache folder in ``tmp_path/"cache"``: its file, and how many
-    functions an import makes."""
-    cache, first = warm
-    shutil.copytree(str(cache), str(tmp_path / "cache"))
-    os.chmod(str(tmp_path / "cache"), 0o700)
-    return cache_file(tmp_path / "cache"), first["served"] + first["made"]
+    """A copy of the warm file in a folder ``tmp_path/"cache"`` of its own: the copy's path,
+    and how many functions an import makes."""
+    _, first = warm
+    os.mkdir(str(tmp_path / "cache"), 0o700)
+    path = str(tmp_path / "cache" / os.path.basename(first["file"]))
+    shutil.copy2(first["file"], path)
+    return path, first["served"] + first["made"]
 
 
 def _rewrite(path, change):
@@ -281,9 +336,12 @@ def _entries(path):
 
 
 def assert_written_anew(path, stored):
-    # The same functions again, with this process's handles.
+    # The same functions again, with this process's handles (of the same lengths as a rule:
+    # where one straddles a power of ten, that operator's entry is another).
     library, key, entries = stored
-    assert sorted(store.read(path, library, key)) == sorted(entries)
+    assert sorted(set(k[:3] for k in store.read(path, library, key))) == sorted(
+        set(k[:3] for k in entries)
+    )
 
 
 DAMAGE = {
@@ -306,7 +364,7 @@ def test_a_damaged_file_is_never_used_and_written_anew(warm, tmp_path, damage):
     path, total = _copy_warm(warm, tmp_path)
     stored = _entries(path)
     _rewrite(path, DAMAGE[damage])
-    out = report(tmp_path / "cache")
+    out = report(tmp_path / "cache", same_as=path)
     # MXNet's own path for every function, then a good file again.
     assert out["made"] > 1000 and out["made"] + out["served"] == total
     assert_written_anew(path, stored)
@@ -337,7 +395,7 @@ def test_entries_of_another_form_are_made_anew(warm, tmp_path, strange):
     path, total = _copy_warm(warm, tmp_path)
     library, key, entries = stored = _entries(path)
     store.write(path, library, key, STRANGE[strange](entries))
-    out = report(tmp_path / "cache")
+    out = report(tmp_path / "cache", same_as=path)
     assert out["made"] > 1000 and out["made"] + out["served"] == total
     assert_written_anew(path, stored)
 
@@ -354,7 +412,7 @@ def test_another_library_or_key_is_not_read(warm, tmp_path, other):
     else:
         key = key.replace(b"('mxcompat', '", b"('mxcompat', 'other ")
     store.write(path, library, key, entries)
-    assert report(tmp_path / "cache")["made"] > 1000
+    assert report(tmp_path / "cache", same_as=path)["made"] > 1000
     assert_written_anew(path, stored)
 
 
@@ -367,10 +425,10 @@ def test_a_file_or_folder_others_may_write_is_not_read(warm, tmp_path):
     os.chmod(folder, 0o770)
     # Not read, not written into.
     assert report(tmp_path / "cache")["made"] > 1000
-    assert os.stat(path).st_mtime_ns == before
+    assert os.stat(path).st_mtime_ns == before and os.listdir(folder) == [os.path.basename(path)]
     os.chmod(folder, 0o700)
     os.chmod(path, 0o622)
-    out = report(tmp_path / "cache")
+    out = report(tmp_path / "cache", same_as=path)
     assert out["made"] > 1000 and out["made"] + out["served"] == total
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600  # written anew, the user's alone
     assert_written_anew(path, stored)
@@ -381,7 +439,7 @@ def test_a_symbolic_link_is_not_followed(warm, tmp_path):
     elsewhere = str(tmp_path / "elsewhere.bin")  # outside the cache folder
     os.rename(path, elsewhere)
     os.symlink(elsewhere, path)
-    assert report(tmp_path / "cache")["made"] > 1000
+    assert report(tmp_path / "cache", same_as=path)["made"] > 1000
     assert not os.path.islink(path)  # replaced by a file of its own
 
 
@@ -398,8 +456,11 @@ def test_a_write_removes_the_files_of_libraries_that_are_gone(warm, tmp_path):
             f.write("not a cache file")
         os.utime(os.path.join(folder, name), (time.time() - age,) * 2)
     os.unlink(path)
-    assert report(tmp_path / "cache")["made"] > 1000  # and written
-    assert sorted(os.listdir(folder)) == [".writing-now", os.path.basename(path), "notes.bin"]
+    out = report(tmp_path / "cache")
+    assert out["made"] > 1000  # and written
+    assert os.path.dirname(out["file"]) == folder
+    kept = [".writing-now", "notes.bin", os.path.basename(out["file"])]
+    assert sorted(os.listdir(folder)) == sorted(kept)
 
 
 def test_an_unwritable_cache_only_costs_time(tmp_path):
@@ -421,21 +482,82 @@ def test_processes_that_fill_the_cache_at_once(tmp_path):
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err[-3000:]
         assert json.loads(out.decode().splitlines()[-1])["made"] > 1000
-    assert len(os.listdir(str(tmp_path))) == 1  # one file, no temporary one left
-    assert_written_anew(cache_file(tmp_path), _entries(cache_file(tmp_path)))
+    # One file per length of the handles met (one as a rule), no temporary one left.
+    names = os.listdir(str(tmp_path))
+    assert 1 <= len(names) <= 4 and not [n for n in names if n.startswith(".")]
+    for name in names:
+        path = os.path.join(str(tmp_path), name)
+        assert_written_anew(path, _entries(path))
+
+
+class _Handle(ctypes.c_void_p):
+    """An operator's handle whose ``value`` (the number MXNet writes into the code) is
+    ``number``: MXNet reads the operator through the real pointer all the same."""
+
+    number = None
+
+    @property
+    def value(self):
+        return self.number
+
+
+def _mxnets_code(operator, number):
+    """The code MXNet's generator writes for ``operator`` with a handle of value ``number``,
+    compiled as the patch compiles it (as MXNet's ``exec`` does)."""
+    from mxnet.ndarray import register
+
+    real = mx.base.OpHandle()
+    mx.base.check_call(mx.base._LIB.NNGetOpHandle(mx.base.c_str(operator), ctypes.byref(real)))
+    handle = _Handle(real.value)
+    handle.number = number
+    source, _ = register._generate_ndarray_function_code(handle, operator, operator)
+    flags = register._make_ndarray_function.__code__.co_flags & operator_cache._FUTURE_FLAGS
+    return compile(source, "<string>", "exec", flags, True)
+
+
+def _positions(code):
+    nested = [c for c in code.co_consts if isinstance(c, type(code))]
+    return [list(getattr(c, "co_positions", lambda: [])()) for c in [code] + nested]
+
+
+@pytest.mark.parametrize("operator", ["Activation", "FullyConnected", "add_n"])
+def test_the_code_served_is_mxnets_for_the_handle_it_serves(operator):
+    # The cache keeps the code of one process's handle and serves it to another's: it must
+    # be the code MXNet writes for that handle, value and columns (Python 3.11+ keeps the
+    # column of every token after the number on its line, so its length counts).
+    stored, number = _mxnets_code(operator, 94000000000011), 94000000000011
+    place = operator_cache._place(stored, number)
+    for other in (94999999999987, 10000000000003):  # as many digits
+        served = operator_cache._rebind(stored, place, other)
+        theirs = _mxnets_code(operator, other)
+        assert served == theirs and _positions(served) == _positions(theirs)
+        key = operator_cache._entry_key("s", operator, operator, other)
+        assert key == operator_cache._entry_key("s", operator, operator, number)
+    longer = 140000000000017  # a digit more: another entry
+    served = operator_cache._rebind(stored, place, longer)
+    if sys.version_info >= (3, 11):
+        assert _positions(served) != _positions(_mxnets_code(operator, longer))
+    key = operator_cache._entry_key("s", operator, operator, longer)
+    assert key != operator_cache._entry_key("s", operator, operator, number)
 
 
 def test_the_key_follows_the_library(tmp_path):
     copy = str(tmp_path / os.path.basename(LIBRARY))
     shutil.copyfile(LIBRARY, copy)
-    key = operator_cache._key(mx.base, LIBRARY)
-    assert operator_cache._key(mx.base, LIBRARY) == key
-    assert operator_cache._key(mx.base, copy) not in (key, None)
-    before = operator_cache._key(mx.base, copy)
+    names = operator_cache._operator_names(mx.base)
+
+    def key(library):
+        return operator_cache._key(mx.base, library, names)
+
+    assert key(LIBRARY) == key(LIBRARY)
+    assert key(copy) != key(LIBRARY)
+    before = key(copy)
     st = os.stat(copy)
     os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
-    assert operator_cache._key(mx.base, copy) != before
-    assert (", %r)" % elf.build_id(LIBRARY)).encode() in key
+    assert key(copy) != before
+    assert (", %r)" % elf.build_id(LIBRARY)).encode() in key(LIBRARY)
+    # And the operators the library registers.
+    assert operator_cache._key(mx.base, LIBRARY, names[1:]) != key(LIBRARY)
 
 
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="needs binutils' readelf")

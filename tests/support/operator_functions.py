@@ -4,10 +4,14 @@ tests/patches/test_operator_cache.py with and without the ``operator_cache`` pat
 
 Prints one JSON object: ``functions`` maps ``module.attribute`` to a digest of the function
 (name, qualified name, module, docstring, signature, defaults, its code object field by field,
-constants included, nested code too); ``all`` each operator module's ``__all__``;
-``cache`` the patch's ``last_import()``.  The one number that differs between processes, the
-operator's handle (an address), is described by the name of the operator it is the handle
-of, so that the comparison also checks that each function calls its own operator."""
+constants and positions included, nested code too); ``all`` each operator module's
+``__all__``; ``cache`` the patch's ``last_import()``.  The one number that differs between
+processes, the operator's handle (an address), is described by the name of the operator it is
+the handle of, so that the comparison also checks that each function calls its own operator.
+Its length is in the code all the same (the columns of what follows it on its line, Python
+3.11+): ``lengths``, a digest of every handle's number of digits, says which processes' code
+can be compared (where a Python without PIE puts the operators at low addresses, they vary
+from one process to the next), ``digits`` the lengths found."""
 
 import ctypes
 import hashlib
@@ -96,6 +100,7 @@ def describe(function, operators):
 
 def main():
     operators = handles()
+    lengths = ",".join(sorted("%s:%d" % (name, len(str(h))) for h, name in operators.items()))
     functions, exported = {}, {}
     for name, module in sorted(sys.modules.items()):
         if not (name == "mxnet" or name.startswith("mxnet.")) or module is None:
@@ -111,7 +116,13 @@ def main():
     from mxcompat.patches import operator_cache
 
     json.dump(
-        {"functions": functions, "all": exported, "cache": operator_cache.last_import()},
+        {
+            "functions": functions,
+            "all": exported,
+            "cache": operator_cache.last_import(),
+            "lengths": hashlib.sha1(lengths.encode()).hexdigest(),
+            "digits": sorted(set(len(str(h)) for h in operators)),
+        },
         sys.stdout,
     )
 

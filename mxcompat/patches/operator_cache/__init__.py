@@ -10,16 +10,18 @@ the docstring (the operator's description read through the C API), ``exec``s the
 names the function.  About 2,600 functions on 1.9.1, each compiled: more than half of the
 import.  The source is the same on every import of the same ``libmxnet.so``, except one
 number: the operator's handle, an address of this process written into the code as a
-literal.
+literal (its value a constant of the code, its length the columns of what follows it on its
+line, which Python 3.11+ keeps with the code).
 
 What the patch does: while ``mxnet.base``'s two functions run during ``import mxnet``, the
 generator of the ``make_op_func`` they were given is wrapped for the duration of the call
 (wrapt, through the registry's ``stacking``): it hands MXNet's own ``make_op_func`` a code
 object instead of the source, which MXNet's ``exec`` runs as it would have run the source;
 MXNet names the function, sets its docstring and module, and registers it, as always.  The
-code object comes from the cache (its handle literal replaced by this process's handle for
-that operator), or, where the cache has none, from MXNet's own generator, compiled once as
-``exec`` would have (same file name ``<string>``, same ``__future__`` flags), and kept.  Once
+code object comes from the cache (one stored for a handle of as many digits, its handle
+literal replaced by this process's handle for that operator), or, where the cache has none,
+from MXNet's own generator, compiled once as ``exec`` would have (same file name
+``<string>``, same ``__future__`` flags), and kept.  Once
 ``mxnet`` has imported, MXNet's own ``_init_op_module`` and ``_init_np_op_module`` are back
 everywhere (``mxnet.base`` and the modules that imported them by name), and the code objects
 of an import that missed any are written to the cache (``store.py``) for the next one.
@@ -133,6 +135,13 @@ def _nested_holds(consts, number):
     )
 
 
+def _entry_key(section, op_name, func_name, number):
+    # The handle's number of digits too: the code's positions table (Python 3.11+) holds the
+    # column of every token after the number on its line.  The handles of one process have
+    # the same length as a rule (one heap), but not always those of the next one.
+    return section, op_name, func_name, len(str(number))
+
+
 def _rebind(code, place, number):
     """``code`` with the constant at ``place`` (``_place``) replaced by ``number``."""
     i, j = place
@@ -171,9 +180,15 @@ class Session:
 
     def __init__(self, base):
         library = os.path.realpath(base._LIB._name)
+        names = _operator_names(base)
         self.library = os.fsencode(library)
-        self.key = _key(base, library)
-        self.path = store.path_for(library, "%s-O%d" % (_python_tag(), sys.flags.optimize))
+        self.key = _key(base, library, names)
+        # One file per length of this process's handles: where it varies from one process to
+        # the next (a Python built without PIE: its heap, and the operators, at low
+        # addresses), each length has its code, and an import reads only its own.
+        digits = len(str(_handle(base, names[0]))) if names else 0
+        tag = "%s-O%d-%d" % (_python_tag(), sys.flags.optimize, digits)
+        self.path = store.path_for(library, tag)
         self.entries = store.read(self.path, self.library, self.key) or {}
         self.records = []  # the wrappers on mxnet.base's two functions
         self.served = 0
@@ -200,14 +215,14 @@ class Session:
             return source, doc
 
     def _serve(self, section, handle, op_name, func_name):
-        key = (section, op_name, func_name)
+        number = handle.value
+        key = _entry_key(section, op_name, func_name, number)
         entry = self.entries.get(key)
         if entry is None:
             return None
         if not _usable(entry, func_name):
             del self.entries[key]  # made anew, and the file written again
             return None
-        number = handle.value
         code = entry[0] if entry[2] == number else _rebind(entry[0], entry[3], number)
         self.served += 1
         return code, entry[1]
@@ -216,10 +231,12 @@ class Session:
         handle, op_name, func_name = args
         if type(source) is not str:
             return source, doc
+        number = handle.value
         code = compile(source, "<string>", "exec", flags, True)
-        place = _place(code, handle.value)
+        place = _place(code, number)
         if type(doc) is str and place is not None:
-            self.entries[(section, op_name, func_name)] = (code, doc, handle.value, place)
+            key = _entry_key(section, op_name, func_name, number)
+            self.entries[key] = (code, doc, number, place)
             self.made += 1
         return code, doc
 
@@ -295,7 +312,15 @@ def _operator_names(base):
     return [names[i].decode("utf-8", "replace") for i in range(size.value)]
 
 
-def _key(base, library):
+def _handle(base, name):
+    import ctypes
+
+    handle = ctypes.c_void_p()
+    base.check_call(base._LIB.NNGetOpHandle(name.encode("utf-8"), ctypes.byref(handle)))
+    return handle.value or 0
+
+
+def _key(base, library, names):
     """What the generated code depends on, as bytes (``store.read`` compares them)."""
     import hashlib
 
@@ -306,7 +331,7 @@ def _key(base, library):
         build_id = None  # not an ELF file this reader reads (macOS): the inode and ctime
     package = os.path.dirname(os.path.abspath(base.__file__))
     libinfo = sys.modules.get("mxnet.libinfo")
-    operators = hashlib.sha256("\n".join(_operator_names(base)).encode()).hexdigest()
+    operators = hashlib.sha256("\n".join(names).encode()).hexdigest()
     key = (
         ("library", library, st.st_size, st.st_mtime_ns, build_id)
         + (() if build_id else (st.st_ino, st.st_ctime_ns)),
@@ -340,10 +365,6 @@ def _on_base(base):
     if _session is not None or not hasattr(base, "_init_op_module"):
         return
     _last.clear()
-    if sys.version_info >= (3, 14):
-        # Not yet shown equal to MXNet's own functions on Python 3.14+ (the one-by-one
-        # comparison differs there): MXNet's own way until it is.
-        return
     if sys.flags.optimize >= 2 and not is_wanted("python_oo"):
         # Under -OO the operators' docstrings are built from the doc classes' that the
         # python_oo patch fills; without it MXNet fails to import, as it ships, and a file

@@ -3,18 +3,18 @@ the user can write.
 
     MAGIC | length (4 bytes) | library | length | key | CRC-32 of what follows MAGIC | payload
 
-``library`` is the real path of the ``libmxnet.so`` the file is for (UTF-8); the key is the
-``repr`` of a tuple of strings and numbers (what the generated code depends on,
-``operator_cache._key``), compared byte for byte with this process's; the payload is one
-``marshal`` dump of ``{(section, operator, function name): entry}``.  ``marshal`` is not
-safe against damaged or crafted input (a code object with bad bytecode can crash the
-interpreter when run), so nothing is unmarshalled unless the folder and the file belong to
-this user and nobody else may write them, the key matches and the CRC-32 of what was read is
-the writer's (against damage, as in zip and gzip; the folder's rights keep others out).
-Written under a temporary name and renamed: a reader sees a whole file or none, and processes
-that write at once leave one of their (equal) files.  Each write also removes the files of
-libraries that no longer exist (an environment deleted) and temporary files a killed writer
-left behind.
+``library`` is the real path of the ``libmxnet.so`` the file is for (as the file system
+spells it); the key is the ``repr`` of a tuple of strings and numbers (what the generated code
+depends on, ``operator_cache._key``), compared byte for byte with this process's; the payload
+is one ``marshal`` dump of ``{(section, operator, function name, digits of the handle):
+entry}``.  ``marshal`` is not safe against damaged or crafted input (a code object with bad
+bytecode can crash the interpreter when run), so nothing is unmarshalled unless the folder and
+the file belong to this user and nobody else may write them, the key matches and the CRC-32 of
+what was read is the writer's (against damage, as in zip and gzip; the folder's rights keep
+others out).  Written under a temporary name and renamed: a reader sees a whole file or none,
+and processes that write at once leave one of their (equal) files.  Each write also removes
+the files of libraries that no longer exist (an environment deleted), of another format, and
+temporary files a killed writer left behind.
 """
 
 import hashlib
@@ -28,7 +28,7 @@ import zlib
 from ..._core import settings
 
 _FORMAT = b"mxcompat operator cache "  # then the format's number
-MAGIC = _FORMAT + b"1\n"
+MAGIC = _FORMAT + b"2\n"
 _LENGTH = struct.Struct("<I")
 _CRC = struct.Struct("<I")
 _LARGEST = 1 << 28  # MXNet 1.9.1's is about 8 MB: anything this big is not ours
