@@ -13,18 +13,19 @@ number: the operator's handle, an address of this process written into the code 
 literal (its value a constant of the code, its length the columns of what follows it on its
 line, which Python 3.11+ keeps with the code).
 
-What the patch does: while ``mxnet.base``'s two functions run during ``import mxnet``, the
-generator of the ``make_op_func`` they were given is wrapped for the duration of the call
-(wrapt, through the registry's ``stacking``): it hands MXNet's own ``make_op_func`` a code
-object instead of the source, which MXNet's ``exec`` runs as it would have run the source;
-MXNet names the function, sets its docstring and module, and registers it, as always.  The
-code object comes from the cache (one stored for a handle of as many digits, its handle
-literal replaced by this process's handle for that operator), or, where the cache has none,
-from MXNet's own generator, compiled once as ``exec`` would have (same file name
-``<string>``, same ``__future__`` flags), and kept.  Once
-``mxnet`` has imported, MXNet's own ``_init_op_module`` and ``_init_np_op_module`` are back
-everywhere (``mxnet.base`` and the modules that imported them by name), and the code objects
-of an import that missed any are written to the cache (``store.py``) for the next one.
+What the patch does: while ``mxnet.base``'s two functions run during ``import mxnet`` (wrapped
+with wrapt, through the registry's ``stacking``), the generator of the ``make_op_func`` they
+were given has a stand-in for the duration of the call (a plain function naming it in
+``__wrapped__``, as ``stacking``'s proxies do: it is called once per operator): it hands
+MXNet's own ``make_op_func`` a code object instead of the source, which MXNet's ``exec`` runs
+as it would have run the source; MXNet names the function, sets its docstring and module, and
+registers it, as always.  The code object comes from the cache (one stored for a handle of as
+many digits, its handle literal replaced by this process's handle for that operator), or, where
+the cache has none, from MXNet's own generator, compiled once as ``exec`` would have (same file
+name ``<string>``, same ``__future__`` flags), and kept.  Once ``mxnet`` has imported, MXNet's
+own ``_init_op_module`` and ``_init_np_op_module`` are back everywhere (``mxnet.base`` and the
+modules that imported them by name), and the code objects of an import that missed any are
+written to the cache (``store.py``) for the next one.
 
 The cache is keyed by everything the generated code depends on (``_key``): the library
 (real path, size, mtime and its GNU build ID, the linker's hash of its content, read at each
@@ -79,8 +80,11 @@ def last_import():
     return dict(_last)
 
 
+_REPLACE = hasattr(types.CodeType, "replace")
+
+
 def _with_consts(code, consts):
-    if hasattr(code, "replace"):
+    if _REPLACE:
         return code.replace(co_consts=consts)
     # Python 3.7 has no CodeType.replace.
     return types.CodeType(
@@ -145,10 +149,11 @@ def _entry_key(section, op_name, func_name, number):
 def _rebind(code, place, number):
     """``code`` with the constant at ``place`` (``_place``) replaced by ``number``."""
     i, j = place
-    function = code.co_consts[i]
-    inner = function.co_consts
-    function = _with_consts(function, inner[:j] + (number,) + inner[j + 1 :])
-    return _with_consts(code, code.co_consts[:i] + (function,) + code.co_consts[i + 1 :])
+    outer = list(code.co_consts)
+    inner = list(outer[i].co_consts)
+    inner[j] = number
+    outer[i] = _with_consts(outer[i], tuple(inner))
+    return _with_consts(code, tuple(outer))
 
 
 def _usable(entry, func_name):
@@ -194,7 +199,7 @@ class Session:
         self.served = 0
         self.made = 0
 
-    def generate(self, section, flags, wrapped, instance, args, kwargs):
+    def generate(self, section, flags, wrapped, args, kwargs):
         """MXNet's ``_generate_*_function_code(handle, op_name, func_name)``: the code (an
         object, which MXNet's ``exec`` runs as it runs the source) and the docstring."""
         if kwargs or len(args) != 3:
@@ -249,8 +254,8 @@ class Session:
             if generator is not None:
                 section = "%s.%s" % (make.__module__, make.__qualname__)
                 flags = make.__code__.co_flags & _FUTURE_FLAGS
-                serve = functools.partial(self.generate, section, flags)
-                served = install(PATCH, [Target(make.__module__, generator, wrapper=serve)])
+                stand_in = functools.partial(_stand_in, self, section, flags)
+                served = install(PATCH, [Target(make.__module__, generator, proxy=stand_in)])
         except Exception:
             generator = _failed("wrap")
         if generator is None:
@@ -280,6 +285,15 @@ class Session:
             except Exception as error:
                 # Only the next import's time depends on it.
                 logger.debug("operator cache not written to %s: %s", self.path, error)
+
+
+def _stand_in(session, section, flags, original):
+    # A plain function, not a wrapt wrapper: MXNet calls it once per operator.
+    @functools.wraps(original)
+    def generate(*args, **kwargs):
+        return session.generate(section, flags, original, args, kwargs)
+
+    return generate
 
 
 def _failed(step):
