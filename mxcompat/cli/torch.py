@@ -20,7 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "without torch",
         description="Convert a checkpoint (PREFIX-symbol.json, PREFIX-EPOCH.params) to a "
         "PyTorch module: DIR/model.py (the class MXNetModel and the classes of its blocks, "
-        "as the parameters' names nest), DIR/mxnet_ops.py (MXNet's operators in torch, which "
+        "as the parameters' names nest), DIR/mxnet_ops/ (MXNet's operators in torch, which "
         "model.py imports), the weights (DIR/weights.safetensors) and each weight's MXNet "
         "name (DIR/mxnet_names.json).  Needs torch and "
         "safetensors: pip install 'mxcompat[torch]'; MXNet only to verify (here, or with "

@@ -1,5 +1,5 @@
 """What ``mxcompat torch`` writes: ``model.py`` (the generated class, importing
-``mxnet_ops.py``, a copy of runtime.py) and the weights, in safetensors; with ``--states``,
+``mxnet_ops/``, a copy of the runtime package) and the weights, in safetensors; with ``--states``,
 the optimizer too: ``mxnet_optim.py`` (a copy of optim_rules.py: MXNet's update rules in
 torch) and ``optimizer.pt`` (``mxnet_optim.save``: its state_dict, with every setting, the
 update count and the scheduler's position), which ``mxnet_optim.load(model, path)`` resumes
@@ -120,6 +120,20 @@ def write_optimizer(module: torch.nn.Module, model: Any, states: str, directory:
     return paths
 
 
+def write_runtime(directory: str) -> str:
+    """DIR/mxnet_ops/: the runtime package's modules, as they are (torch only); its path."""
+    here = os.path.dirname(runtime.__file__)
+    target = os.path.join(directory, "mxnet_ops")
+    os.makedirs(target, exist_ok=True)
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name)) as src:
+                text = src.read()
+            with open(os.path.join(target, name), "w") as f:
+                f.write(text)
+    return target + os.sep
+
+
 def write_model(
     model: Any,
     directory: str,
@@ -127,7 +141,7 @@ def write_model(
     states: str | None = None,
     verify_with: str | None = None,
 ) -> tuple[list[str], str]:
-    """Convert ``model`` (what to_torch takes) and write DIR/model.py, DIR/mxnet_ops.py and
+    """Convert ``model`` (what to_torch takes) and write DIR/model.py, DIR/mxnet_ops/ and
     the weights, and with ``states`` (a states file) the optimizer (``write_optimizer``);
     ([paths written], a note on the weights' format).  ``verify_with``: another Python, whose
     MXNet checks the nodes of a checkpoint's module."""
@@ -135,7 +149,7 @@ def write_model(
     module = _convert(model, input_shapes, input_shapes is not None, 1e-4, 1e-5, verify_with)
     written = module.mxnet_written
     os.makedirs(directory, exist_ok=True)
-    paths = [os.path.join(directory, n) for n in ("model.py", "mxnet_ops.py")]
+    paths = [os.path.join(directory, "model.py"), write_runtime(directory)]
     with open(paths[0], "w") as f:
         f.write(model_source(written))
     # Each state_dict key's MXNet parameter: what a script that still speaks MXNet's names reads.
@@ -143,8 +157,6 @@ def write_model(
     with open(paths[-1], "w") as f:
         json.dump(written.mxnet_names, f, indent=1, sort_keys=True)
         f.write("\n")
-    with open(runtime.__file__) as src, open(paths[1], "w") as f:
-        f.write(src.read())
     state = {k: v.contiguous() for k, v in module.state_dict().items()}
     try:
         from safetensors.torch import save_file

@@ -57,13 +57,18 @@ class Schedule:
     warmup) from its attributes, ``{"class": name, ...}``: the same values, the same state
     kept between calls (``FactorScheduler`` moves its ``base_lr`` as it passes each step)."""
 
-    KINDS = ("FactorScheduler", "MultiFactorScheduler", "PolyScheduler", "CosineScheduler")
+    KINDS = (
+        "FactorScheduler",
+        "MultiFactorScheduler",
+        "PolyScheduler",
+        "CosineScheduler",
+    )
 
     def __init__(self, attrs):
         if attrs.get("class") not in self.KINDS:
             raise ValueError(
-                "learning-rate scheduler %r is not supported (%s are)"
-                % (attrs.get("class"), ", ".join(self.KINDS))
+                f"learning-rate scheduler {attrs.get('class')!r} is not supported "
+                f"({', '.join(self.KINDS)} are)"
             )
         self.attrs = dict(attrs)
 
@@ -74,7 +79,8 @@ class Schedule:
         a = self.attrs
         if a.get("warmup_mode", "linear") == "constant":
             return a["warmup_begin_lr"]
-        rise = (a["warmup_final_lr"] - a["warmup_begin_lr"]) * float(n) / float(a["warmup_steps"])
+        span = a["warmup_final_lr"] - a["warmup_begin_lr"]
+        rise = span * float(n) / float(a["warmup_steps"])
         return a["warmup_begin_lr"] + rise
 
     def __call__(self, n):
@@ -113,10 +119,22 @@ class MXNetOptimizer(torch.optim.Optimizer):
     exactly."""
 
     def __init__(
-        self, groups, kind, settings, scheduler=None, num_update=0, begin=0, nag_rule=None
+        self,
+        groups,
+        kind,
+        settings,
+        scheduler=None,
+        num_update=0,
+        begin=0,
+        nag_rule=None,
     ):
         super().__init__(groups, dict(settings))
-        self.kind, self.num_update, self.begin, self.nag_rule = kind, num_update, begin, nag_rule
+        self.kind, self.num_update, self.begin, self.nag_rule = (
+            kind,
+            num_update,
+            begin,
+            nag_rule,
+        )
         if scheduler is not None and not callable(scheduler):
             scheduler = Schedule(scheduler)
         self.scheduler = scheduler
@@ -124,8 +142,9 @@ class MXNetOptimizer(torch.optim.Optimizer):
             raise ValueError("NAG needs its rule: nag_rule='accumulate' or 'lookahead'")
 
     def current_lr(self, group):
-        base = self.scheduler(self.num_update) if self.scheduler is not None else group["lr"]
-        return base * group["lr_mult"]
+        if self.scheduler is None:
+            return group["lr"] * group["lr_mult"]
+        return self.scheduler(self.num_update) * group["lr_mult"]
 
     def state_dict(self):
         out = super().state_dict()
@@ -144,7 +163,8 @@ class MXNetOptimizer(torch.optim.Optimizer):
         ours = state_dict.pop("mxnet", None)
         if ours is not None:
             if ours["kind"] != self.kind:
-                raise ValueError("a state of MXNet's %s, not %s" % (ours["kind"], self.kind))
+                kind = ours["kind"]
+                raise ValueError(f"a state of MXNet's {kind}, not {self.kind}")
             self.num_update, self.begin = ours["num_update"], ours["begin"]
             self.nag_rule = ours["nag_rule"]
             sched = ours["scheduler"]
@@ -177,7 +197,8 @@ class MXNetOptimizer(torch.optim.Optimizer):
                 g = g.clamp(-clip, clip)
             m = group["momentum"]
             if m <= 0:
-                w.mul_(1.0 - lr * wd).sub_(lr * g)  # MXNet's sgd_update (NAG's too then)
+                # MXNet's sgd_update (NAG's too then)
+                w.mul_(1.0 - lr * wd).sub_(lr * g)
                 return
             mom = state.setdefault("mom", torch.zeros_like(w))
             if kind == "sgd":
@@ -229,17 +250,24 @@ def build(module, kind, settings, multipliers=None, **rest):
     groups = []
     for name, param in module.named_parameters():
         lr_mult, wd_mult = (multipliers or {}).get(name, (1.0, 1.0))
-        groups.append({"params": [param], "name": name, "lr_mult": lr_mult, "wd_mult": wd_mult})
+        group = {
+            "params": [param],
+            "name": name,
+            "lr_mult": lr_mult,
+            "wd_mult": wd_mult,
+        }
+        groups.append(group)
     return MXNetOptimizer(groups, kind, settings, **rest)
 
 
 def save(optimizer, path):
     """Write what ``load`` needs to rebuild ``optimizer`` (torch.save: its ``state_dict()``
     with every group's settings and multipliers, the kind, the update count, the scheduler)."""
-    if optimizer.scheduler is not None and not isinstance(optimizer.scheduler, Schedule):
+    scheduler = optimizer.scheduler
+    if scheduler is not None and not isinstance(scheduler, Schedule):
         raise ValueError(
-            "the learning-rate scheduler %s cannot be saved for torch alone (%s can)"
-            % (type(optimizer.scheduler).__name__, ", ".join(Schedule.KINDS))
+            f"the learning-rate scheduler {type(scheduler).__name__} cannot be saved "
+            f"for torch alone ({', '.join(Schedule.KINDS)} can)"
         )
     torch.save({"format": "mxnet_optim/1", "state_dict": optimizer.state_dict()}, path)
 
@@ -248,15 +276,17 @@ def load(module, path, map_location=None):
     """The optimizer ``save`` wrote, over ``module`` (the same converted model), resumed."""
     blob = torch.load(path, map_location=map_location, weights_only=True)
     if not isinstance(blob, dict) or blob.get("format") != "mxnet_optim/1":
-        raise ValueError("%s is not an optimizer file written by mxcompat" % path)
+        raise ValueError(f"{path} is not an optimizer file written by mxcompat")
     sd = blob["state_dict"]
     groups = sd["param_groups"]
     ours = sd["mxnet"]
-    settings = {k: v for k, v in groups[0].items() if k not in ("params", "name") + MULTS}
+    kept = ("params", "name") + MULTS
+    settings = {k: v for k, v in groups[0].items() if k not in kept}
     mults = {g["name"]: (g["lr_mult"], g["wd_mult"]) for g in groups}
     names = [n for n, _ in module.named_parameters()]
     if names != [g["name"] for g in groups]:
-        raise ValueError("%s was written for another module (its parameters differ)" % path)
+        message = f"{path} was written for another module (its parameters differ)"
+        raise ValueError(message)
     opt = build(module, ours["kind"], settings, mults, nag_rule=ours["nag_rule"])
     opt.load_state_dict(sd)
     return opt

@@ -1,5 +1,5 @@
 """``mxcompat torch``: --check lists what a checkpoint needs without torch (runs in every env);
-the conversion writes model.py, mxnet_ops.py and safetensors weights that load back (torch
+the conversion writes model.py, mxnet_ops/ and safetensors weights that load back (torch
 envs)."""
 
 import importlib.util
@@ -60,7 +60,7 @@ def test_convert_writes_model_ops_and_safetensors_weights(tmp_path):
     assert sorted(os.listdir(str(tmp_path / "out"))) == [
         "model.py",
         "mxnet_names.json",
-        "mxnet_ops.py",
+        "mxnet_ops",
         "weights.safetensors",
     ]
     # The written module runs with torch and safetensors only (no mxnet, no mxcompat).

@@ -31,12 +31,8 @@ def _zoo(name, side=64):
     return net, x
 
 
-def _ruff(tmp_path, source):
-    """ruff check and ruff format --check with default settings on ``source``: (rc, output)."""
-    from mxcompat.torch.export import model_source
-
-    path = tmp_path / "model.py"
-    path.write_text(model_source(source))
+def _ruff_on(path):
+    """ruff check and ruff format --check with default settings on ``path``: (rc, output)."""
     ruff = [sys.executable, "-m", "ruff"] if importlib.util.find_spec("ruff") else None
     if ruff is None and shutil.which("ruff"):
         ruff = ["ruff"]
@@ -46,7 +42,42 @@ def _ruff(tmp_path, source):
     for args in (["check", "--isolated"], ["format", "--isolated", "--check"]):
         run = subprocess.run(ruff + args + [str(path)], capture_output=True, text=True)
         out.append((run.returncode, run.stdout + run.stderr))
-    return out, path.read_text()
+    return out
+
+
+def _ruff(tmp_path, source):
+    """``_ruff_on`` a model.py of ``source``: ([(rc, output)], its text)."""
+    from mxcompat.torch.export import model_source
+
+    path = tmp_path / "model.py"
+    path.write_text(model_source(source))
+    return _ruff_on(path), path.read_text()
+
+
+def test_written_operators_pass_ruff_and_import_alone(tmp_path):
+    from mxcompat.torch import optim_rules, runtime
+    from mxcompat.torch.export import write_runtime
+
+    written = write_runtime(str(tmp_path))
+    here = os.path.dirname(runtime.__file__)
+    expected = sorted(n for n in os.listdir(here) if n.endswith(".py"))
+    assert sorted(os.listdir(written)) == expected and "__init__.py" in expected
+    shutil.copy(optim_rules.__file__, str(tmp_path / "mxnet_optim.py"))
+    for path in (written, tmp_path / "mxnet_optim.py"):
+        (check, form) = _ruff_on(path)
+        assert check[0] == 0, check[1]
+        assert form[0] == 0, form[1]
+    # The package imports with torch alone, and offers what the runtime offers.
+    code = (
+        "import sys; sys.modules['mxnet'] = None; sys.modules['mxcompat'] = None\n"
+        "import mxnet_ops, mxnet_optim\n"
+        "print(sorted(mxnet_ops.__all__))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=str(tmp_path), capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == str(sorted(runtime.__all__))
 
 
 def test_resnet18_is_torchvisions_shape(tmp_path):

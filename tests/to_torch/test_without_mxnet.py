@@ -137,7 +137,9 @@ def test_the_same_bytes_with_and_without_mxnet(written, tmp_path):
         )
         assert with_mx.returncode == 0, with_mx.stderr[-3000:]
         assert "not checked" not in with_mx.stderr  # MXNet checked every node
-        for name in ("model.py", "mxnet_ops.py", "weights.safetensors"):
+        ops = ["mxnet_ops/" + n for n in sorted(os.listdir(os.path.join(outs[0], "mxnet_ops")))]
+        assert "mxnet_ops/__init__.py" in ops
+        for name in ["model.py", "weights.safetensors"] + ops:
             with open(os.path.join(outs[0], name), "rb") as a:
                 with open(os.path.join(outs[1], name), "rb") as b:
                     assert a.read() == b.read(), (family, name)

@@ -1,0 +1,53 @@
+"""MXNet's operators in PyTorch, with MXNet's semantics: what a converted model's code calls.
+
+The code ``to_torch`` generates calls these as ``mxops.<name>`` where MXNet and PyTorch
+differ (pooling conventions, BatchNorm's defaults and statistics, the loss heads' gradients,
+``reshape``'s special codes, the fused ``RNN`` operator's packed parameters); where they agree
+it calls ``torch``/``torch.nn.functional`` directly.  This package imports torch only (never
+mxnet, nor the rest of mxcompat): ``mxcompat torch`` copies it beside the ``model.py`` it
+writes, as ``mxnet_ops/``, so a converted model runs where neither is installed.
+"""
+
+import torch
+
+from .layers import (
+    BatchNorm,
+    Embedding,
+    activation,
+    batch_norm,
+    l2_normalization,
+    layer_norm,
+    leaky_relu,
+)
+from .losses import regression_output, softmax_output
+from .pooling import pooling
+from .rnn import rnn
+from .shapes import flatten, reduce, reshape, slice_axis, split, unknown_zeros, where
+
+__all__ = [
+    "BatchNorm",
+    "Embedding",
+    "activation",
+    "batch_norm",
+    "flatten",
+    "l2_normalization",
+    "layer_norm",
+    "leaky_relu",
+    "pooling",
+    "reduce",
+    "regression_output",
+    "reshape",
+    "rnn",
+    "slice_axis",
+    "softmax_output",
+    "split",
+    "unknown_zeros",
+    "where",
+]
+
+# torch.fx traces through the layers and records the functions as calls: their Python reads
+# the input's shape, which a symbolic trace does not have.  Wrapped here, where the model's
+# code looks them up (``mxops.pooling``).
+for _name in __all__:
+    if not isinstance(globals()[_name], type):
+        torch.fx.wrap(_name)
