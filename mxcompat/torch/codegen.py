@@ -11,7 +11,7 @@ from typing import Any, Sequence
 # The emitters register themselves in nodes.EMITTERS and nodes.LAYERS when their modules are
 # imported.
 from ..convert.shared import node_attrs
-from . import layers, recurrent, tensors  # noqa: F401
+from . import detection, indexing, layers, recurrent, sequence, tensors  # noqa: F401
 from .nodes import EMITTERS
 
 
