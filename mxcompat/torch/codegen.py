@@ -12,7 +12,7 @@ from typing import Any, Sequence
 # imported.
 from ..convert.shared import node_attrs
 from . import detection, indexing, layers, recurrent, sequence, tensors  # noqa: F401
-from .nodes import EMITTERS
+from .nodes import EMITTERS, Unsupported
 
 
 def mxnet_name(name: str) -> str:
@@ -55,19 +55,24 @@ def needed(nodes: Sequence[dict[str, Any]]) -> tuple[dict[str, list[str]], set[s
     return ops, {op for op in ops if op not in EMITTERS}
 
 
-def unsupported_message(op: str, nodes: Sequence[str], detail: str | None = None) -> str:
-    where = (
-        "node %r" % nodes[0]
-        if len(nodes) == 1
-        else "%d nodes, the first %r"
-        % (
-            len(nodes),
-            nodes[0],
+def _where(nodes: Sequence[str]) -> str:
+    if len(nodes) == 1:
+        return "node %r" % nodes[0]
+    return "%d nodes, the first %r" % (len(nodes), nodes[0])
+
+
+def unsupported_message(
+    ops: dict[str, list[str]], missing: set[str], refused: Sequence[Unsupported] = ()
+) -> str:
+    """One message for everything the converter does not map: the operators ``missing``
+    (with their nodes, from ``ops``) and the nodes whose attributes were ``refused``."""
+    said = ["operator %r (%s)" % (op, _where(ops[op])) for op in sorted(missing)]
+    said += ["operator %r (node %r) with %s" % (e.op, e.node, e.detail) for e in refused]
+    if len(said) == 1:
+        head = "%s is not supported" % said[0]
+    else:
+        head = "%d parts of this graph are not supported: %s" % (
+            len(said),
+            "; ".join(said),
         )
-    )
-    return "operator %r (%s)%s is not supported by mxcompat.to_torch; supported: %s" % (
-        op,
-        where,
-        " with %s" % detail if detail else "",
-        ", ".join(SUPPORTED),
-    )
+    return "%s; supported operators: %s" % (head, ", ".join(SUPPORTED))

@@ -66,11 +66,11 @@ def _build(
         except tree.NotATree:
             continue
         except Unsupported as exc:
-            raise fail(
-                WHERE,
-                codegen.unsupported_message(exc.op, [exc.node], exc.detail),
-                NotImplementedError,
-            ) from None
+            refused = graph.refusals()
+            if all(e.node != exc.node for e in refused):
+                refused.insert(0, exc)
+            message = codegen.unsupported_message({}, set(), refused)
+            raise fail(WHERE, message, NotImplementedError) from None
     raise AssertionError("the flat module is always a tree")
 
 

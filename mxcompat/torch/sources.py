@@ -198,8 +198,6 @@ def _graph(graph_json: Any, aux: set[str], params: dict[str, Any], frozen: set[s
     the frozen parameters and the BatchNorm nodes whose statistics are frozen."""
     nodes, heads = codegen.load(graph_json)
     ops, missing = codegen.needed(nodes)
-    if missing:
-        raise fail(WHERE, _unsupported_all(ops, missing), NotImplementedError)
     variables = [n["name"] for n in nodes if n["op"] == "null"]
     missing_aux = [n for n in variables if n in aux and n not in params]
     if missing_aux:
@@ -214,13 +212,7 @@ def _graph(graph_json: Any, aux: set[str], params: dict[str, Any], frozen: set[s
     graph = tree.Graph(nodes, heads, shapes, set(aux) & set(shapes), set(frozen), frozen_stats)
     graph.rnn_pieces, graph.skipped = recurrent.rnn_pieces(nodes, heads, shapes)
     graph.zero_states = recurrent.zero_states(nodes, heads)
+    if missing:  # every operator not mapped, and every setting refused, in one error
+        message = codegen.unsupported_message(ops, missing, graph.refusals())
+        raise fail(WHERE, message, NotImplementedError)
     return graph
-
-
-def _unsupported_all(ops: dict[str, list[str]], missing: set[str]) -> str:
-    """Every operator the converter does not map, in one message."""
-    first = sorted(missing)[0]
-    message = codegen.unsupported_message(first, ops[first])
-    if len(missing) > 1:
-        message += "; the graph also has the unsupported %s" % quoted(sorted(missing - {first}))
-    return message

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Tuple
 
 from .expr import Expr, Layer, Var
-from .nodes import LAYERS, Node
+from .nodes import EMITTERS, LAYERS, Node, Unsupported
 
 Entry = Tuple[int, int]  # (node index, output index)
 PRELUDE_NAMES = ("torch", "nn", "F", "mxops")
@@ -80,6 +80,27 @@ class Graph:
         if node["op"] == "BatchNorm":
             attrs["__frozen_stats__"] = self.frozen_stats
         return attrs
+
+    def refusals(self) -> list[Unsupported]:
+        """Every node whose attributes its emitter refuses, asked of each node before any is
+        written, so that one error names them all.  The fused RNN's nodes, whose inputs the
+        writer rearranges, and what fails otherwise are left to the writer, which meets them
+        again."""
+        found = []
+        for i, node in enumerate(self.nodes):
+            emitter = EMITTERS.get(node["op"])
+            if emitter is None or i in self.rnn_pieces or i in self.zero_states:
+                continue
+            sources = [self.nodes[entry[0]] for entry in node["inputs"]]
+            args = [Var("x%d" % k) for k in range(len(sources))]
+            shapes = [self.shapes.get(s["name"]) if s["op"] == "null" else None for s in sources]
+            try:
+                emitter(Node(node["op"], node["name"], self.attrs(node), args, shapes))
+            except Unsupported as exc:
+                found.append(exc)
+            except Exception:  # the writer raises it again, where it is written
+                pass
+        return found
 
 
 @dataclass

@@ -354,12 +354,42 @@ def test_verify_names_the_first_diverging_node(monkeypatch):
 
 
 def test_an_unmapped_operator_is_named_with_its_node_and_the_supported_list():
-    sym = mx.sym.topk(mx.sym.var("data"), k=2, name="best_two")
+    sym = mx.sym.gammaln(mx.sym.var("data"), name="log_gamma")
     with pytest.raises(NotImplementedError) as info:
         mxcompat.to_torch((sym, {}, {}), {"data": (2, 5)})
     text = str(info.value)
-    assert "'topk'" in text and "'best_two'" in text and "supported: " in text
+    assert text.startswith(
+        "mxcompat.to_torch: operator 'gammaln' (node 'log_gamma') is not supported; "
+        "supported operators: "
+    )
     assert "Convolution" in text
+
+
+def test_every_unmapped_operator_and_refused_setting_in_one_error():
+    data = mx.sym.var("data")
+    lp = mx.sym.Pooling(data, kernel=(2, 2), pool_type="lp", p_value=2, name="lp")
+    sym = mx.sym.Group(
+        [mx.sym.gammaln(lp, name="g1"), mx.sym.gammaln(data, name="g2"), mx.sym.gamma(data)]
+    )
+    with pytest.raises(NotImplementedError) as info:
+        mxcompat.to_torch((sym, {}, {}), {"data": (1, 1, 4, 4)})
+    head = str(info.value).split("; supported operators: ")[0]
+    assert head == (
+        "mxcompat.to_torch: 3 parts of this graph are not supported: "
+        "operator 'gamma' (node 'gamma0'); operator 'gammaln' (2 nodes, the first 'g1'); "
+        "operator 'Pooling' (node 'lp') with pool_type=lp"
+    )
+    # Mapped operators only: each refused setting is named, all in the one error.
+    sym = mx.sym.Group(
+        [lp, mx.sym.Pooling(data, kernel=(2, 2), pool_type="lp", p_value=3, name="lp3")]
+    )
+    with pytest.raises(NotImplementedError) as info:
+        mxcompat.to_torch((sym, {}, {}), {"data": (1, 1, 4, 4)})
+    assert str(info.value).split("; supported operators: ")[0] == (
+        "mxcompat.to_torch: 2 parts of this graph are not supported: "
+        "operator 'Pooling' (node 'lp') with pool_type=lp; "
+        "operator 'Pooling' (node 'lp3') with pool_type=lp"
+    )
 
 
 def test_an_unmapped_attribute_is_refused_not_approximated():
