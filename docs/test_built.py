@@ -104,3 +104,14 @@ def test_cli_shows_every_command_with_its_help(built_html):
     assert "run" in commands and "scan" in commands
     for command in commands:
         assert _squeeze("usage: mxcompat %s" % command) in page, command
+
+
+def test_the_pytorch_guide_shows_every_operator_to_torch_maps(built_html):
+    from mxcompat.torch import codegen
+
+    page = _text(built_html, "guide/leaving-for-pytorch.html")
+    table = page.split("The operators it maps", 1)[1].split("How far it is tested", 1)[0]
+    shown = set(re.findall(r"\b[A-Za-z_][\w]*\b", table))
+    assert set(codegen.SUPPORTED) <= shown
+    for family in codegen.by_family():
+        assert _squeeze(family) in _squeeze(table), family

@@ -264,7 +264,21 @@ def suite_deselected_table():
     return "\n".join(rows) + "\n"
 
 
+def torch_operators_table():
+    """Every MXNet operator ``to_torch`` maps, by family, from the emitters' registry; those
+    written as a stock layer where their settings are the layer's marked."""
+    from mxcompat.torch import codegen
+    from mxcompat.torch.nodes import LAYERS
+
+    rows = ["| family | operators |", "|---|---|"]
+    for family, ops in codegen.by_family().items():
+        names = ", ".join("`%s`%s" % (op, " (layer)" if op in LAYERS else "") for op in ops)
+        rows.append("| %s | %s |" % (_cell(family), names))
+    return "\n".join(rows) + "\n"
+
+
 REFERENCES = {
+    "torch-operators": torch_operators_table,
     "suite-allowed": suite_allowed_table,
     "suite-deselected": suite_deselected_table,
     "cli": cli_reference,

@@ -23,6 +23,25 @@ def mxnet_name(name: str) -> str:
 
 SUPPORTED = tuple(sorted(EMITTERS))
 
+# The emitter modules by the family of operators each maps (the guide lists them so).
+FAMILIES = {
+    "layers": "layers: convolution, normalisation, pooling, activations, loss heads",
+    "recurrent": "the fused RNN",
+    "tensors": "tensors: creation, arithmetic, comparisons, reductions, shapes",
+    "detection": "detection: boxes, anchors, regions of interest, proposals",
+    "indexing": "indexing, sorting and resizing",
+    "sequence": "sequences, attention and their normalisations",
+}
+
+
+def by_family() -> dict[str, list[str]]:
+    """{family: the operators its emitters map, sorted}, in ``FAMILIES``' order."""
+    found: dict[str, list[str]] = {family: [] for family in FAMILIES.values()}
+    for op in SUPPORTED:
+        module = EMITTERS[op].__module__.rsplit(".", 1)[-1]
+        found[FAMILIES[module]].append(op)
+    return {family: ops for family, ops in found.items() if ops}
+
 
 # --- the graph ------------------------------------------------------------------------------------
 
