@@ -1,3 +1,64 @@
 """Emitters of MXNet's detection operators (boxes, regions of interest, anchors, proposals),
 registered in ``nodes``; their semantics are in ``runtime`` (``mxops.box_nms``, ...).
 Imports neither torch nor mxnet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .expr import Expr, call
+from .nodes import Node, _emits
+
+_FORMATS = ("corner", "center")
+
+
+def _options(n: Node, defaults: dict[str, Any]) -> dict[str, Any]:
+    """The node's attributes that differ from MXNet's defaults, typed as the defaults are."""
+    options: dict[str, Any] = {}
+    for key, default in defaults.items():
+        if isinstance(default, bool):
+            value: Any = n.bool(key, default)
+        elif isinstance(default, int):
+            value = n.int(key, default)
+        elif isinstance(default, float):
+            value = n.float(key, default)
+        else:
+            value = n.str(key, default)
+            if default in _FORMATS and value not in _FORMATS:
+                n.refuse("%s=%s" % (key, value))
+        if value != default:
+            options[key] = value
+    return options
+
+
+_NMS = {
+    "overlap_thresh": 0.5,
+    "valid_thresh": 0.0,
+    "topk": -1,
+    "coord_start": 2,
+    "score_index": 1,
+    "id_index": -1,
+    "background_id": -1,
+    "force_suppress": False,
+    "in_format": "corner",
+    "out_format": "corner",
+}
+
+
+@_emits("_contrib_box_nms", "_contrib_box_non_maximum_suppression")
+def _box_nms(n: Node) -> tuple[Expr, int]:
+    # MXNet's second output (the kept rows' input positions, for its backward) is hidden.
+    return call("mxops.box_nms", n.args[0], **_options(n, _NMS)), 1
+
+
+@_emits("_contrib_box_encode")
+def _box_encode(n: Node) -> tuple[Expr, int]:
+    return call("mxops.box_encode", *n.args[:6]), 2
+
+
+_DECODE = {"std0": 1.0, "std1": 1.0, "std2": 1.0, "std3": 1.0, "clip": -1.0, "format": "center"}
+
+
+@_emits("_contrib_box_decode")
+def _box_decode(n: Node) -> tuple[Expr, int]:
+    return call("mxops.box_decode", n.args[0], n.args[1], **_options(n, _DECODE)), 1

@@ -10,6 +10,7 @@ writes, as ``mxnet_ops/``, so a converted model runs where neither is installed.
 
 import torch
 
+from .boxes import box_decode, box_encode, box_nms
 from .layers import (
     BatchNorm,
     Embedding,
@@ -29,6 +30,9 @@ __all__ = [
     "Embedding",
     "activation",
     "batch_norm",
+    "box_decode",
+    "box_encode",
+    "box_nms",
     "flatten",
     "l2_normalization",
     "layer_norm",

@@ -1,0 +1,198 @@
+"""to_torch on MXNet's detection operators (box_nms, box_encode, box_decode, ROIAlign,
+ROIPooling, MultiBoxPrior, MultiBoxDetection, MultiBoxTarget, Proposal, MultiProposal): every
+operator and parameter compared with MXNet in the same run (index-like outputs exactly, the
+rest within a float32 ulp or two), gradients where MXNet has them, and each value the
+converter does not map refused by name."""
+
+import importlib.util
+
+import mxnet as mx
+import numpy as np
+import pytest
+
+import mxcompat
+
+_SPEC = importlib.util.find_spec("torch")
+pytestmark = pytest.mark.skipif(
+    _SPEC is None or _SPEC.origin is None, reason="needs torch (the torch extra)"
+)
+
+
+def _mxnet(symbol, feed, grad_of=None, out_grad=None):
+    """MXNet's outputs of ``symbol`` on ``feed`` ({name: array}), and the gradient of
+    ``grad_of`` for ``out_grad`` (one per output)."""
+    req = {n: ("write" if n == grad_of else "null") for n in symbol.list_arguments()}
+    ex = symbol.simple_bind(
+        mx.cpu(),
+        grad_req=req,
+        type_dict={n: v.dtype for n, v in feed.items()},
+        **{n: v.shape for n, v in feed.items()},
+    )
+    for n, a in ex.arg_dict.items():
+        a[:] = feed[n]
+    outs = [o.asnumpy() for o in ex.forward(is_train=grad_of is not None)]
+    if grad_of is None:
+        return outs, None
+    ex.backward([mx.nd.array(g, dtype=g.dtype) for g in out_grad])
+    return outs, ex.grad_dict[grad_of].asnumpy()
+
+
+def _torch(symbol, feed, grad_of=None, out_grad=None):
+    """The converted module (verified against MXNet on its own random input), its outputs on
+    ``feed``, and the gradient of input ``grad_of``."""
+    import torch
+
+    module = mxcompat.to_torch((symbol, {}, {}), {n: v.shape for n, v in feed.items()})
+    inputs = [torch.from_numpy(feed[n].copy()) for n in symbol.list_arguments()]
+    if grad_of is not None:
+        inputs[symbol.list_arguments().index(grad_of)].requires_grad_(True)
+    outs = module(*inputs)
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    grad = None
+    if grad_of is not None:
+        torch.autograd.backward(outs, [torch.from_numpy(g) for g in out_grad])
+        grad = inputs[symbol.list_arguments().index(grad_of)].grad
+        grad = np.zeros_like(feed[grad_of]) if grad is None else grad.numpy()
+    return module, [o.detach().numpy() for o in outs], grad
+
+
+def _same(got, want, ulps=0):
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape)
+    if ulps == 0:
+        np.testing.assert_array_equal(got, want)
+    else:
+        scale = np.spacing(np.maximum(np.abs(want), 1).astype(want.dtype))
+        np.testing.assert_array_less(np.abs(got - want), ulps * scale + 1e-30)
+
+
+def _compare(symbol, feed, ulps=0, grad_of=None, seed=0):
+    """MXNet's and the converted module's outputs (and gradients) agree; MXNet's outputs."""
+    out_grad = None
+    if grad_of is not None:
+        rng = np.random.RandomState(seed)
+        shapes = symbol.infer_shape(**{n: v.shape for n, v in feed.items()})[1]
+        out_grad = [rng.uniform(-1, 1, s).astype(np.float32) for s in shapes]
+    want, want_grad = _mxnet(symbol, feed, grad_of, out_grad)
+    module, got, got_grad = _torch(symbol, feed, grad_of, out_grad)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _same(g, w, ulps)
+    if grad_of is not None:
+        _same(got_grad, want_grad, ulps)
+    return module, want
+
+
+def _refused(symbol, shapes, detail):
+    with pytest.raises(Exception, match=detail):
+        mxcompat.to_torch((symbol, {}, {}), shapes, verify=False)
+
+
+# --- box_nms --------------------------------------------------------------------------------------
+
+
+def _boxes(shape, seed=0, center=False):
+    """Detections [id, score, x1, y1, x2, y2, extra] with ties, overlaps and a few negative
+    corners."""
+    rng = np.random.RandomState(seed)
+    n = shape[-2]
+    lead = shape[:-2]
+    ids = rng.randint(0, 3, lead + (n, 1)).astype(np.float32)
+    scores = np.round(rng.uniform(-0.2, 1.0, lead + (n, 1)), 1).astype(np.float32)
+    xy = rng.uniform(-0.1, 0.6, lead + (n, 2)).astype(np.float32)
+    wh = rng.uniform(0.05, 0.4, lead + (n, 2)).astype(np.float32)
+    coords = np.concatenate([xy + wh / 2, wh] if center else [xy, xy + wh], -1)
+    extra = rng.uniform(-1, 1, lead + (n, shape[-1] - 6)).astype(np.float32)
+    return np.concatenate([ids, scores, coords, extra], -1)
+
+
+NMS_CASES = [
+    {},
+    {"overlap_thresh": 0.3},
+    {"overlap_thresh": 0.7, "valid_thresh": 0.35},
+    {"topk": 5},
+    {"topk": 0},
+    {"topk": 100},
+    {"id_index": 0},
+    {"id_index": 0, "force_suppress": True, "overlap_thresh": 0.2},
+    {"id_index": 0, "background_id": 1},
+    {"id_index": 0, "background_id": 2, "topk": 7, "valid_thresh": 0.1},
+    {"in_format": "center", "out_format": "center"},
+    {"in_format": "center", "out_format": "corner", "overlap_thresh": 0.25},
+    {"in_format": "corner", "out_format": "center", "id_index": 0},
+    {"valid_thresh": 2.0},  # nothing valid: every row -1
+]
+
+
+@pytest.mark.parametrize("params", NMS_CASES, ids=lambda p: ",".join(map(str, p.items())) or "-")
+@pytest.mark.parametrize("shape", [(24, 7), (2, 3, 16, 7)])
+def test_box_nms(params, shape):
+    x = _boxes(shape, seed=len(shape), center=params.get("in_format") == "center")
+    sym = mx.sym.contrib.box_nms(mx.sym.var("data"), name="nms", **params)
+    _, (want,) = _compare(sym, {"data": x}, grad_of="data")
+    if params.get("topk") != 0 and params.get("valid_thresh") != 2.0:
+        assert (want == -1).all(-1).any() and not (want == -1).all()
+
+
+def test_box_nms_other_columns_and_alias():
+    # score and id after the coordinates, coordinates not at 2
+    x = _boxes((30, 8), seed=5)[:, [2, 3, 4, 5, 0, 6, 1, 7]]
+    sym = mx.sym.contrib.box_non_maximum_suppression(
+        mx.sym.var("data"),
+        coord_start=0,
+        score_index=6,
+        id_index=4,
+        overlap_thresh=0.3,
+        topk=12,
+        name="nms",
+    )
+    module, _ = _compare(sym, {"data": x}, grad_of="data")
+    assert "mxops.box_nms" in module.code
+
+
+def test_box_nms_float64():
+    x = _boxes((20, 6), seed=7).astype(np.float64)
+    sym = mx.sym.contrib.box_nms(mx.sym.var("data"), overlap_thresh=0.3, valid_thresh=0.3)
+    _compare(sym, {"data": x})
+
+
+# --- box_encode / box_decode ----------------------------------------------------------------------
+
+
+def _corner(rng, shape):
+    xy = rng.uniform(0, 0.7, shape[:-1] + (2,))
+    wh = rng.uniform(0.05, 0.3, shape[:-1] + (2,))
+    return np.concatenate([xy, xy + wh], -1).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"std0": 0.1, "std1": 0.1, "std2": 0.2, "std3": 0.2},
+        {"clip": 0.5},
+        {"format": "corner"},
+        {"format": "corner", "clip": 1.2, "std2": 0.3},
+    ],
+    ids=lambda p: ",".join(map(str, p.items())) or "-",
+)
+def test_box_decode(params):
+    rng = np.random.RandomState(1)
+    x = rng.uniform(-2, 2, (2, 10, 4)).astype(np.float32)
+    anchors = _corner(rng, (1, 10, 4))
+    sym = mx.sym.contrib.box_decode(mx.sym.var("data"), mx.sym.var("anchors"), **params)
+    _compare(sym, {"data": x, "anchors": anchors}, ulps=2)
+
+
+def test_box_encode():
+    rng = np.random.RandomState(2)
+    b, n, m = 2, 9, 4
+    feed = {
+        "samples": rng.choice([-1.0, 0.0, 1.0], (b, n)).astype(np.float32),
+        "matches": rng.randint(0, m, (b, n)).astype(np.float32),
+        "anchors": _corner(rng, (b, n, 4)),
+        "refs": _corner(rng, (b, m, 4)),
+        "means": np.array([0.0, 0.1, -0.1, 0.2], np.float32),
+        "stds": np.array([0.1, 0.1, 0.2, 0.2], np.float32),
+    }
+    sym = mx.sym.contrib.box_encode(*[mx.sym.var(k) for k in feed])
+    _compare(mx.sym.Group(list(sym)), feed, ulps=2)
