@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 from .._core.conversion import checkpoint_files, fail, missing_checkpoint, quoted
-from ..convert.shared import node_attrs
+from .legacy_symbol import upgrade
 from .ndarray_file import (  # noqa: F401  (re-exported: the readers' one API)
     V1_MAGIC,
     V2_MAGIC,
@@ -84,8 +84,8 @@ def _entry(value, n_nodes, where, what):
 
 def normalise_symbol(graph, where="the symbol JSON"):
     """``Symbol.tojson()``'s graph (already parsed) in today's form: each node with "op",
-    "name", "inputs" ([node, output, version] each) and "attrs" (from "attr" or "param" in
-    older files); "arg_nodes", "heads", "node_row_ptr" when given, and the graph's "attrs"."""
+    "name", "inputs" ([node, output, version] each) and "attrs" (in older files "param" and
+    "attr", merged); "arg_nodes", "heads", "node_row_ptr" when given, and the graph's "attrs"."""
     if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list):
         raise _error(where, None, 'a graph with "nodes" (MXNet\'s symbol JSON)')
     nodes = []
@@ -95,11 +95,16 @@ def normalise_symbol(graph, where="the symbol JSON"):
             isinstance(node.get(k), str) for k in ("op", "name")
         ):
             raise _error(where, None, '%s with a string "op" and "name"' % what)
-        attrs = node_attrs(node)
-        if not isinstance(attrs, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in attrs.items()
-        ):
-            raise _error(where, None, "%s's attributes as strings" % what)
+        # Files before 0.9 hold the operator's settings in "param" and the user's in "attr",
+        # both read, "attr" winning where a key is in both (as MXNet reads them).
+        attrs = {}
+        for key in ("param", "attr", "attrs"):
+            more = node.get(key) or {}
+            if not isinstance(more, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in more.items()
+            ):
+                raise _error(where, None, "%s's attributes as strings" % what)
+            attrs.update(more)
         inputs = node.get("inputs", [])
         if not isinstance(inputs, list):
             raise _error(where, None, "%s's inputs as a list" % what)
@@ -147,7 +152,8 @@ def symbol_version(graph):
 
 
 def read_symbol(path):
-    """``PREFIX-symbol.json`` of any release, normalised (``normalise_symbol``)."""
+    """``PREFIX-symbol.json`` of any release, normalised (``normalise_symbol``) and, when an
+    older release wrote it, upgraded as MXNet 1.9.1 upgrades it (``legacy_symbol``)."""
     path = str(path)
     data = _read(path, "symbol file")
     try:
@@ -162,7 +168,9 @@ def read_symbol(path):
         raise _error(path, at, "JSON (%s)" % getattr(exc, "msg", exc)) from None
     except RecursionError:
         raise _error(path, None, "JSON nested as MXNet writes it") from None
-    return normalise_symbol(graph, path)
+    graph = normalise_symbol(graph, path)
+    # As MXNet 1.9.1 loads it: older files upgraded (legacy_symbol).
+    return upgrade(graph, symbol_version(graph), path)
 
 
 def check_params(graph, params, where, inputs=None):
