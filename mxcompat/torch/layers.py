@@ -296,8 +296,8 @@ def _add_n(n: Node) -> tuple[Expr, int]:
 
 
 def _dropout_checks(n: Node) -> str:
-    if n.tuple("axes"):
-        n.refuse("axes=%s (variational dropout)" % (n.tuple("axes"),))
+    if any(a < 0 for a in n.tuple("axes")):
+        n.refuse("axes=%s (MXNet reads a negative axis outside the shape)" % (n.tuple("axes"),))
     return n.str("mode", "training")
 
 
@@ -305,12 +305,16 @@ def _dropout_checks(n: Node) -> str:
 def _dropout(n: Node) -> tuple[Expr, int]:
     mode = _dropout_checks(n)
     training = Var("True" if mode == "always" else "self.training")
+    if n.tuple("axes"):
+        # Variational dropout: one draw shared along the axes.
+        p, axes = n.float("p", 0.5), n.tuple("axes")
+        return call("mxops.dropout", n.args[0], p, axes, training), 1
     return call("F.dropout", n.args[0], n.float("p", 0.5), training), 1
 
 
 @_layer("Dropout")
 def _dropout_layer(n: Node) -> Layer | None:
-    if _dropout_checks(n) == "always":
+    if _dropout_checks(n) == "always" or n.tuple("axes"):
         return None
     return Layer("nn.Dropout", (n.float("p", 0.5),), names=("p",))
 

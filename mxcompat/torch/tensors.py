@@ -346,10 +346,20 @@ def _where(n: Node) -> tuple[Expr, int]:
 
 @_emits("softmax", "log_softmax")
 def _softmax(n: Node) -> tuple[Expr, int]:
-    if n.bool("use_length"):
-        n.refuse("use_length=True")
     x: Expr = n.args[0]
     t = n.float("temperature")
+    if n.bool("use_length") and n.op == "log_softmax":
+        n.refuse("use_length=True (MXNet's log_softmax has no lengths input)")
+    if n.bool("use_length") or n.str("dtype") is not None:
+        # Lengths (the entries after them come out 0) or an output type: mxops's.
+        options: dict[str, Any] = {"temperature": t} if t not in (None, 1.0) else {}
+        if n.bool("use_length"):
+            options["lengths"] = n.args[1]
+        if n.str("dtype") is not None:
+            options["dtype"] = Var("torch.%s" % n.str("dtype"))
+        if n.op == "log_softmax":
+            options["log"] = True
+        return call("mxops.softmax", x, n.int("axis", -1), **options), 1
     if t is not None and t != 1.0:
         x = BinOp("/", (x, Var(repr(t))))
     return call("torch.%s" % n.op, x, n.int("axis", -1)), 1

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._core.conversion import fail, import_mxnet, quoted
 from ..convert.shared import no_subgraph_backend, worst_difference
+from .nodes import _bool
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,7 +30,13 @@ def types(graph: Graph, params: Mapping[str, Any]) -> dict[str, np.dtype[Any]]:
     given = {n: np.dtype(params[n].dtype) for n in arguments if n in params}
     other = set(given.values()) - {np.dtype(np.float32)}
     default = other.pop() if len(other) == 1 else np.dtype(np.float32)
-    return {n: given.get(n, default) for n in arguments}
+    found = {n: given.get(n, default) for n in arguments}
+    for node in graph.nodes:  # softmax's lengths: MXNet takes integers only
+        if "softmax" in node["op"] and _bool(node["attrs"].get("use_length")):
+            source = graph.nodes[node["inputs"][1][0]]
+            if source["name"] in found and source["name"] not in given:
+                found[source["name"]] = np.dtype(np.int32)
+    return found
 
 
 def feed(
@@ -45,15 +52,40 @@ def feed(
             source = nodes[node["inputs"][0][0]]
             if source["op"] == "null":
                 index_range[source["name"]] = int(node["attrs"]["input_dim"])
+    lengths = _length_inputs(nodes, shapes)
     values: dict[str, np.ndarray] = {}
     for name, shape in shapes.items():
         value: np.ndarray
         if name in index_range:
             value = rng.randint(0, index_range[name], shape)
+        elif name in lengths:
+            value = rng.randint(1, lengths[name] + 1, shape)
         else:
             value = rng.uniform(-1, 1, shape)
         values[name] = value.astype(types.get(name, np.float32))
     return values
+
+
+def _length_inputs(
+    nodes: Sequence[dict[str, Any]], shapes: Mapping[str, tuple[int, ...]]
+) -> dict[str, int]:
+    """{input: steps} of the inputs that are a sequence's lengths (``SequenceMask``'s,
+    ``softmax``'s ``use_length``): they get whole numbers in [1, steps] (the steps along the
+    node's axis where its data is an input, else 1), as MXNet reads outside the array for
+    others."""
+    found: dict[str, int] = {}
+    for node in nodes:
+        attrs, inputs = node["attrs"], node["inputs"]
+        flags = (attrs.get("use_sequence_length"), attrs.get("use_length"))
+        if len(inputs) < 2 or not any(_bool(f) for f in flags):
+            continue
+        source, data = nodes[inputs[1][0]], nodes[inputs[0][0]]
+        if source["op"] != "null":
+            continue
+        shape = shapes.get(data["name"]) if data["op"] == "null" else None
+        axis = int(attrs.get("axis", -1 if "softmax" in node["op"] else 0))
+        found[source["name"]] = max(int(shape[axis]), 1) if shape else 1
+    return found
 
 
 def mxnet_outputs(

@@ -10,6 +10,14 @@ writes, as ``mxnet_ops/``, so a converted model runs where neither is installed.
 
 import torch
 
+from .attention import (
+    arange_like,
+    div_sqrt_dim,
+    interleaved_matmul_encdec_qk,
+    interleaved_matmul_encdec_valatt,
+    interleaved_matmul_selfatt_qk,
+    interleaved_matmul_selfatt_valatt,
+)
 from .boxes import box_decode, box_encode, box_nms
 from .layers import (
     BatchNorm,
@@ -23,17 +31,25 @@ from .layers import (
 from .losses import regression_output, softmax_output
 from .pooling import pooling
 from .rnn import rnn
+from .sequence import dropout, sequence_last, sequence_mask, sequence_reverse, softmax
 from .shapes import flatten, reduce, reshape, slice_axis, split, unknown_zeros, where
 
 __all__ = [
     "BatchNorm",
     "Embedding",
     "activation",
+    "arange_like",
     "batch_norm",
     "box_decode",
     "box_encode",
     "box_nms",
+    "div_sqrt_dim",
+    "dropout",
     "flatten",
+    "interleaved_matmul_encdec_qk",
+    "interleaved_matmul_encdec_valatt",
+    "interleaved_matmul_selfatt_qk",
+    "interleaved_matmul_selfatt_valatt",
     "l2_normalization",
     "layer_norm",
     "leaky_relu",
@@ -42,7 +58,11 @@ __all__ = [
     "regression_output",
     "reshape",
     "rnn",
+    "sequence_last",
+    "sequence_mask",
+    "sequence_reverse",
     "slice_axis",
+    "softmax",
     "softmax_output",
     "split",
     "unknown_zeros",
