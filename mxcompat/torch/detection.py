@@ -62,3 +62,17 @@ _DECODE = {"std0": 1.0, "std1": 1.0, "std2": 1.0, "std3": 1.0, "clip": -1.0, "fo
 @_emits("_contrib_box_decode")
 def _box_decode(n: Node) -> tuple[Expr, int]:
     return call("mxops.box_decode", n.args[0], n.args[1], **_options(n, _DECODE)), 1
+
+
+@_emits("_contrib_ROIAlign")
+def _roi_align(n: Node) -> tuple[Expr, int]:
+    options = _options(n, {"sample_ratio": -1, "position_sensitive": False, "aligned": False})
+    pooled, scale = n.tuple("pooled_size"), n.float("spatial_scale")
+    return call("mxops.roi_align", n.args[0], n.args[1], pooled, scale, **options), 1
+
+
+@_emits("ROIPooling")
+def _roi_pooling(n: Node) -> tuple[Expr, int]:
+    # MXNet's second output (each bin's argmax, for its backward) is hidden.
+    pooled, scale = n.tuple("pooled_size"), n.float("spatial_scale")
+    return call("mxops.roi_pooling", n.args[0], n.args[1], pooled, scale), 1

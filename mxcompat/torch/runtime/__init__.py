@@ -31,6 +31,7 @@ from .layers import (
 from .losses import regression_output, softmax_output
 from .pooling import pooling
 from .rnn import rnn
+from .rois import roi_align, roi_pooling
 from .sequence import dropout, sequence_last, sequence_mask, sequence_reverse, softmax
 from .shapes import flatten, reduce, reshape, slice_axis, split, unknown_zeros, where
 
@@ -58,6 +59,8 @@ __all__ = [
     "regression_output",
     "reshape",
     "rnn",
+    "roi_align",
+    "roi_pooling",
     "sequence_last",
     "sequence_mask",
     "sequence_reverse",
