@@ -100,16 +100,6 @@ def _repeat(n: Node) -> Emitted:
     return call("torch.repeat_interleave", n.args[0], n.int("repeats"), **options), 1
 
 
-@_emits("UpSampling")
-def _upsampling(n: Node) -> Emitted:
-    if n.str("sample_type") != "nearest" or len(n.args) != 1:
-        n.refuse(
-            "sample_type=%s with %d input(s) (nearest, one input)"
-            % (n.str("sample_type"), len(n.args))
-        )
-    return call("F.interpolate", n.args[0], scale_factor=n.int("scale"), mode="nearest"), 1
-
-
 @_emits("Pad", "pad")
 def _pad(n: Node) -> Emitted:
     width = n.tuple("pad_width")

@@ -19,6 +19,20 @@ from .attention import (
     interleaved_matmul_selfatt_valatt,
 )
 from .boxes import box_decode, box_encode, box_nms
+from .indexing import (
+    argsort,
+    gather_nd,
+    mod,
+    mod_scalar,
+    one_hot,
+    pick,
+    scatter_nd,
+    shape_array,
+    size_array,
+    slice_like,
+    sort,
+    topk,
+)
 from .layers import (
     BatchNorm,
     Embedding,
@@ -30,6 +44,12 @@ from .layers import (
 )
 from .losses import regression_output, softmax_output
 from .pooling import pooling
+from .resize import (
+    adaptive_avg_pool2d,
+    bilinear_resize2d,
+    upsampling_bilinear,
+    upsampling_nearest,
+)
 from .rnn import rnn
 from .rois import roi_align, roi_pooling
 from .sequence import dropout, sequence_last, sequence_mask, sequence_reverse, softmax
@@ -39,14 +59,18 @@ __all__ = [
     "BatchNorm",
     "Embedding",
     "activation",
+    "adaptive_avg_pool2d",
     "arange_like",
+    "argsort",
     "batch_norm",
+    "bilinear_resize2d",
     "box_decode",
     "box_encode",
     "box_nms",
     "div_sqrt_dim",
     "dropout",
     "flatten",
+    "gather_nd",
     "interleaved_matmul_encdec_qk",
     "interleaved_matmul_encdec_valatt",
     "interleaved_matmul_selfatt_qk",
@@ -54,6 +78,10 @@ __all__ = [
     "l2_normalization",
     "layer_norm",
     "leaky_relu",
+    "mod",
+    "mod_scalar",
+    "one_hot",
+    "pick",
     "pooling",
     "reduce",
     "regression_output",
@@ -61,14 +89,22 @@ __all__ = [
     "rnn",
     "roi_align",
     "roi_pooling",
+    "scatter_nd",
     "sequence_last",
     "sequence_mask",
     "sequence_reverse",
+    "shape_array",
+    "size_array",
     "slice_axis",
+    "slice_like",
     "softmax",
     "softmax_output",
+    "sort",
     "split",
+    "topk",
     "unknown_zeros",
+    "upsampling_bilinear",
+    "upsampling_nearest",
     "where",
 ]
 
