@@ -8,8 +8,9 @@ one finder at the front of ``sys.meta_path`` and imports nothing: the finder ans
 (``mxcompat/cuda/libs.py``) and run what the patch ``cuda_libs`` runs: the libraries
 ``libmxnet.so`` needs that the system lacks, from the ``nvidia-*-cu11`` packages, with the same
 priorities and switches (``MXCOMPAT_CUDA_LIBS``, ``MXCOMPAT_DISABLE``,
-``MXCOMPAT_DISABLE_PATCHES=cuda_libs``).  Nothing else: no other patch, no ``mxcompat`` in
-``sys.modules``, MXNet as it is.  Where ``import mxcompat`` came first, its own hook does the
+``MXCOMPAT_DISABLE_PATCHES=cuda_libs``).  On a Python or NumPy newer than MXNet's, also the
+two things without which its import fails there (``importable``).  Nothing else: no other
+patch, no ``mxcompat`` in ``sys.modules``, MXNet as it is.  Where ``import mxcompat`` came first, its own hook does the
 work and this one steps aside.
 
 A module of its own, beside the package rather than in it: importing anything of the package
@@ -118,6 +119,7 @@ class _Loader:
         self._done = True
         if "mxcompat" not in sys.modules:
             preload()
+            importable()
 
 
 def preload():
@@ -143,6 +145,30 @@ def preload():
         return {}
     # Outside the handlers: the one error, with nothing chained to it.
     raise ImportError(missing)
+
+
+def importable():
+    """Where this Python or NumPy is newer than any MXNet was released for, the two things
+    without which ``import mxnet`` itself fails, and nothing else: NumPy's removed names that
+    MXNet's code reads at import (patch ``numpy_names``: ``np.PZERO`` on NumPy 2) and
+    ``distutils.version`` on Python 3.12+ (patch ``distutils``).  Each only where it is
+    missing, each switched off as its patch is; returns the names of those applied."""
+    applied = []
+    try:
+        settings = _module("_core.settings")
+        if settings.flag(settings.DISABLE):
+            return applied
+        off = settings.items(settings.DISABLE_PATCHES)
+        if "numpy_names" not in off and _module("_core.numpy_removed").restore():
+            applied.append("numpy_names")
+        if "distutils" not in off:
+            fallback = _module("_core.distutils_fallback")
+            if fallback.needed():
+                fallback.install()
+                applied.append("distutils")
+    except Exception as exc:
+        _step_aside(exc)
+    return applied
 
 
 def _module(name):

@@ -53,11 +53,11 @@ import warnings
 os.environ.setdefault("MXNET_SUBGRAPH_VERBOSE", "0")
 warnings.simplefilter("ignore", DeprecationWarning)
 
-# Imported before the sections (versions() reports them); mxcompat patches mxnet at once.
+# Imported before the sections (versions() reports them), mxcompat first, as a user's
+# program does: on NumPy 2 or Python 3.12+ MXNet cannot be imported without it.
+import mxcompat  # noqa: E402, F401, I001  (before the sections: they measure it loaded)
 import mxnet  # noqa: E402, F401
 import numpy  # noqa: E402, F401
-
-import mxcompat  # noqa: E402, F401  (before the sections: they measure it loaded)
 from mxcompat._core import settings  # noqa: E402
 from mxcompat._core.versions import running  # noqa: E402
 

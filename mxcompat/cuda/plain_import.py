@@ -1,7 +1,9 @@
 """``mxcompat-cuda-libs.pth``: what ``mxcompat install mxnet-cu11X==V`` writes beside the
 ``mxnet`` it installed, so that a plain ``import mxnet`` there (a notebook cell, an entry point
-nobody edits) loads the CUDA libraries from the ``nvidia-*-cu11`` packages too, and nothing else
-of mxcompat.
+nobody edits) loads the CUDA libraries from the ``nvidia-*-cu11`` packages too; on a Python or
+NumPy newer than MXNet's, also what MXNet's import itself needs there (NumPy's removed names,
+``distutils.version``: without them no plain ``import mxnet`` computes); nothing else of
+mxcompat.
 
 Python runs a ``.pth`` line that starts with ``import`` at every interpreter start of that
 environment.  This one only calls ``_mxcompat_cuda_libs.install()`` (the top-level module the
@@ -21,8 +23,9 @@ LINE = 'import sys; exec("try:\\n import %s\\n %s.install()\\nexcept Exception:\
 )
 TEXT = (
     "# Written by `mxcompat install`: a plain `import mxnet` of this environment's CUDA wheel\n"
-    "# loads the CUDA libraries from the nvidia-*-cu11 packages (mxcompat's patch cuda_libs,\n"
-    "# nothing else).  Without mxcompat installed it does nothing.  Delete this file to undo.\n"
+    "# loads the CUDA libraries from the nvidia-*-cu11 packages (mxcompat's patch cuda_libs;\n"
+    "# on a Python or NumPy newer than MXNet's, also numpy_names and distutils, which its import\n"
+    "# needs; nothing else).  Without mxcompat installed it does nothing.  Delete it to undo.\n"
     + LINE
     + "\n"
 )

@@ -75,10 +75,10 @@ def test_no_wrapt_import_hook_is_left_waiting(python):
 
 def test_only_hooks_watches_imports():
     # Static: no module of mxcompat but _core/hooks.py registers an import hook of its own
-    # (patches/distutils.py adds a finder that *serves* distutils, not a hook).
+    # (_core/distutils_fallback.py adds a finder that *serves* distutils, not a hook).
     allowed = {
         "mxcompat/_core/hooks.py": {"meta_path"},
-        "mxcompat/patches/distutils.py": {"meta_path"},
+        "mxcompat/_core/distutils_fallback.py": {"meta_path"},
     }
     found = {}
     for folder, dirs, files in os.walk(os.path.join(ROOT, "mxcompat")):

@@ -8,6 +8,7 @@ the patch ``cuda_libs``, and steps aside where ``import mxcompat`` came first.  
 itself, into fresh venvs, is tests/cli/test_install.py's."""
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -197,7 +198,13 @@ def test_a_plain_import_of_a_cpu_build_is_mxnet_as_without_the_pth(tmp_path):
     without, _site = _venv(tmp_path / "plain", pth=False)
     ours, theirs = _run(python, _PLAIN, tmp_path, env), _run(without, _PLAIN, tmp_path, env)
     assert ours.returncode == theirs.returncode == 0, ours.stderr + theirs.stderr
-    assert ours.stdout == theirs.stdout
+    if reference_env.is_reference_stack(numpy.__version__):
+        assert ours.stdout == theirs.stdout
+    else:
+        # MXNet alone cannot be imported here (NumPy's removed names, Python 3.12's
+        # distutils); the .pth brings those two patches' code and nothing else.
+        assert theirs.stdout.startswith(("AttributeError: ", "ModuleNotFoundError: "))
+        assert ours.stdout.splitlines()[0] == "[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]] 0"
     assert ours.stdout.splitlines()[-1] == "[]"  # no mxcompat, no wrapt: MXNet as it is
     check = _run(python, "import sys; print(sys.meta_path[0].__class__.__module__)", tmp_path, env)
     assert check.stdout == "_mxcompat_cuda_libs\n"
@@ -238,17 +245,42 @@ def test_a_plain_import_loads_the_libraries_from_the_pip_packages(tmp_path):
     done = run_python(_PLAIN + _MAPPED, cwd=str(tmp_path))
     assert (done.returncode, done.stderr) == (0, "")
     outcome, modules, mapped = done.stdout.splitlines()
-    assert modules == "[]"  # no mxcompat, no wrapt: only the libraries
     assert _NEEDED <= set(ast.literal_eval(mapped))
+    assert outcome == "[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]] 0"
+    # No mxcompat: only the libraries, and on a newer stack the two patches' own code (under
+    # the .pth's private name), which loads wrapt with the patch registry.
+    modules = ast.literal_eval(modules)
+    assert [m for m in modules if not m.startswith("wrapt")] == []
     if reference_env.is_reference_stack(numpy.__version__):
-        assert outcome == "[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]] 0"
-    else:
-        # MXNet itself cannot be imported on this stack without mxcompat (NumPy 1.24+ and 2
-        # removed names it reads, Python 3.12 distutils): the plain import gets past the
-        # libraries and fails as the CPU wheel's does.
-        assert outcome.startswith(
-            ("AttributeError: `np.", "ModuleNotFoundError: No module named 'distutils'")
-        ), outcome
+        assert modules == []
+
+
+_IMPORTABLE = """
+import json, sys, numpy
+before = [n for n in ("PZERO", "alltrue", "Inf") if not hasattr(numpy, n)]
+import mxnet
+distutils = sys.modules.get("distutils")
+origin = distutils.__spec__.origin if distutils is not None else None
+print(json.dumps([before, [n for n in before if hasattr(numpy, n)], origin]))
+"""
+
+
+@cuda_only
+def test_on_a_newer_stack_the_plain_import_gets_what_mxnets_import_needs_and_no_more(tmp_path):
+    # NumPy 2 removed names MXNet's import reads and Python 3.12 removed distutils: without
+    # them no plain `import mxnet` computes there, so the .pth brings those two and nothing
+    # else (no mxcompat, no wrapt: the test above).
+    done = run_python(_IMPORTABLE, cwd=str(tmp_path))
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    before, restored, origin = json.loads(done.stdout)
+    assert restored == before  # the names MXNet reads that NumPy lacks, added
+    if reference_env.is_reference_stack(numpy.__version__):
+        assert before == []
+    assert (origin == "mxcompat") == (sys.version_info >= (3, 12)), origin
+    # Each switched off as its patch is: then MXNet's own error.
+    off = run_python(_PLAIN, env={"MXCOMPAT_DISABLE_PATCHES": "numpy_names"}, cwd=str(tmp_path))
+    if "PZERO" in before:
+        assert off.stdout.startswith("AttributeError: `np.PZERO` was removed"), off.stdout
 
 
 @cuda_only

@@ -116,7 +116,8 @@ def plain_import(out):
         )
     said = (
         "A plain `import mxnet` here loads the CUDA libraries from the nvidia-*-cu11 packages "
-        "too (nothing else of mxcompat), by one file: %s (delete it to undo)" % path
+        "too (and on a Python or NumPy newer than MXNet's, the NumPy names and distutils it "
+        "imports; nothing else of mxcompat), by one file: %s (delete it to undo)" % path
     )
     if tried.returncode == 0:
         out.write(said + ".\n")
