@@ -361,22 +361,19 @@ def _regression(n: Node) -> tuple[Expr, int]:
     return call("mxops.regression_output", n.args[0], n.arg(1), kind, **options), 1
 
 
-def _ln_checks(n: Node) -> None:
-    if n.bool("output_mean_var"):
-        n.refuse("output_mean_var=True")
-
-
 @_emits("LayerNorm")
 def _layer_norm(n: Node) -> tuple[Expr, int]:
-    _ln_checks(n)
     axis, eps = n.int("axis", -1), n.float("eps", 1e-5)
+    if n.bool("output_mean_var"):  # and the mean and std
+        return call("mxops.layer_norm_moments", *n.args[:3], axis=axis, eps=eps), 3
     return call("mxops.layer_norm", *n.args[:3], axis=axis, eps=eps), 1
 
 
 @_layer("LayerNorm")
 def _layer_norm_layer(n: Node) -> Layer | None:
-    _ln_checks(n)
-    if n.int("axis", -1) != -1 or n.shapes[1] is None or n.shapes[2] is None:
+    if n.bool("output_mean_var") or n.int("axis", -1) != -1:
+        return None
+    if n.shapes[1] is None or n.shapes[2] is None:
         return None
     options = () if n.float("eps", 1e-5) == 1e-5 else (("eps", n.float("eps")),)
     return Layer(

@@ -101,3 +101,25 @@ def _arange_like(n: Node) -> Emitted:
     if n.int("axis") is not None:
         options["axis"] = n.int("axis")
     return call("mxops.arange_like", n.args[0], **options), 1
+
+
+# --- normalisations -------------------------------------------------------------------------
+
+
+@_emits("GroupNorm")
+def _group_norm(n: Node) -> Emitted:
+    groups = n.int("num_groups", 1)
+    options: dict[str, object] = {}
+    if n.float("eps", 1e-5) != 1e-5:
+        options["eps"] = n.float("eps")
+    if n.bool("output_mean_var"):
+        options["output_mean_var"] = True
+    count = 3 if n.bool("output_mean_var") else 1
+    return call("mxops.group_norm", *n.args[:3], groups, **options), count
+
+
+@_emits("InstanceNorm")
+def _instance_norm(n: Node) -> Emitted:
+    # PyTorch's instance_norm is MXNet's: per sample and channel, the biased variance.
+    x, gamma, beta = n.args[:3]
+    return call("F.instance_norm", x, weight=gamma, bias=beta, eps=n.float("eps", 1e-3)), 1

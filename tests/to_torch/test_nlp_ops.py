@@ -314,3 +314,134 @@ def test_variational_dropout_mode_always_drops_in_eval():
 def test_dropout_with_a_negative_axis_is_refused():
     sym = mx.sym.Dropout(mx.sym.var("data"), p=0.3, axes=(-1,))
     _refused(sym, {"data": (3, 4)}, ["Dropout", "axes=(-1,)"])
+
+
+# --- GroupNorm, InstanceNorm, LayerNorm, batch_dot -------------------------------------------
+
+
+def _outputs(sym, feed):
+    """MXNet's outputs and the converted module's, as lists of arrays."""
+    import torch
+
+    ex = sym.bind(mx.cpu(), {n: mx.nd.array(v) for n, v in feed.items()})
+    want = [o.asnumpy() for o in ex.forward(is_train=False)]
+    module = mxcompat.to_torch((sym, {}, {}), {n: v.shape for n, v in feed.items()})
+    with torch.no_grad():
+        got = module(*[torch.from_numpy(feed[n]) for n in module.mxnet_inputs])
+    got = [g.numpy() for g in (got if isinstance(got, (tuple, list)) else [got])]
+    return want, got, module
+
+
+def _norm_feed(shape, params, seed=0):
+    rng = np.random.RandomState(seed)
+    feed = {"data": _data(*shape)}
+    for name, size in params.items():
+        feed[name] = rng.uniform(0.5, 1.5 if name == "gamma" else 0.5, size).astype(np.float32)
+    return feed
+
+
+@pytest.mark.skipif(
+    not hasattr(mx.sym, "GroupNorm"), reason="MXNet %s has no GroupNorm" % mx.__version__
+)
+@pytest.mark.parametrize("groups", [1, 2, 3])
+@pytest.mark.parametrize("eps", [1e-5, 0.1])
+@pytest.mark.parametrize("shape", [(2, 6, 5), (2, 6, 3, 4)], ids=str)
+def test_group_norm_scales_each_group(groups, eps, shape):
+    # gamma and beta hold one value per group (PyTorch's GroupNorm: per channel).
+    sym = mx.sym.GroupNorm(
+        mx.sym.var("data"), mx.sym.var("gamma"), mx.sym.var("beta"), num_groups=groups, eps=eps
+    )
+    feed = _norm_feed(shape, {"gamma": groups, "beta": groups})
+    _compare(sym, feed, grads=("data", "gamma", "beta"), rtol=1e-4)
+
+
+@pytest.mark.skipif(
+    not hasattr(mx.sym, "GroupNorm"), reason="MXNet %s has no GroupNorm" % mx.__version__
+)
+def test_group_norm_output_mean_var():
+    sym = mx.sym.GroupNorm(
+        mx.sym.var("data"),
+        mx.sym.var("gamma"),
+        mx.sym.var("beta"),
+        num_groups=2,
+        eps=0.01,
+        output_mean_var=True,
+    )
+    want, got, _ = _outputs(sym, _norm_feed((3, 4, 5), {"gamma": 2, "beta": 2}))
+    assert len(want) == len(got) == 3
+    for w, g in zip(want, got):
+        assert w.shape == g.shape
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("eps", [None, 1e-5])
+@pytest.mark.parametrize("shape", [(2, 3, 5), (2, 3, 4, 4)], ids=str)
+def test_instance_norm(eps, shape):
+    options = {} if eps is None else {"eps": eps}  # MXNet's default: 1e-3
+    sym = mx.sym.InstanceNorm(
+        mx.sym.var("data"), mx.sym.var("gamma"), mx.sym.var("beta"), **options
+    )
+    feed = _norm_feed(shape, {"gamma": 3, "beta": 3})
+    _compare(sym, feed, grads=("data", "gamma", "beta"), rtol=1e-4)
+
+
+@pytest.mark.parametrize("axis", [-1, 1, 0])
+@pytest.mark.parametrize("eps", [1e-5, 0.1])
+def test_layer_norm(axis, eps):
+    shape = (3, 4, 5)
+    sym = mx.sym.LayerNorm(
+        mx.sym.var("data"), mx.sym.var("gamma"), mx.sym.var("beta"), axis=axis, eps=eps
+    )
+    size = shape[axis]
+    feed = _norm_feed(shape, {"gamma": size, "beta": size})
+    _compare(sym, feed, grads=("data", "gamma", "beta"), rtol=1e-4)
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_layer_norm_output_mean_var(axis):
+    sym = mx.sym.LayerNorm(
+        mx.sym.var("data"),
+        mx.sym.var("gamma"),
+        mx.sym.var("beta"),
+        axis=axis,
+        eps=0.01,
+        output_mean_var=True,
+    )
+    size = (3, 4, 5)[axis]
+    want, got, module = _outputs(sym, _norm_feed((3, 4, 5), {"gamma": size, "beta": size}))
+    assert "mxops.layer_norm_moments" in module.code
+    assert len(want) == len(got) == 3
+    for w, g in zip(want, got):
+        assert w.shape == g.shape
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("batch", [(3,), (2, 3)], ids=str)
+def test_batch_dot(transpose_a, transpose_b, batch):
+    if len(batch) > 1 and mx.__version__ < "1.6":
+        pytest.skip("MXNet %s's batch_dot takes 3-d arrays only" % mx.__version__)
+    a_shape = batch + ((5, 4) if transpose_a else (4, 5))
+    b_shape = batch + ((6, 5) if transpose_b else (5, 6))
+    sym = mx.sym.batch_dot(
+        mx.sym.var("a"), mx.sym.var("b"), transpose_a=transpose_a, transpose_b=transpose_b
+    )
+    feed = {"a": _data(*a_shape), "b": _data(*b_shape, seed=5)}
+    _compare(sym, feed, grads=("a", "b"), rtol=1e-5)
+
+
+@_INTERLEAVED
+def test_interleaved_attention_with_no_heads_is_refused():
+    sym = mx.sym.contrib.interleaved_matmul_selfatt_qk(mx.sym.var("qkv"), heads=0)
+    _refused(sym, {"qkv": (3, 2, 6)}, ["_contrib_interleaved_matmul_selfatt_qk", "heads=0"])
+
+
+@pytest.mark.skipif(
+    not hasattr(mx.sym.contrib, "arange_like"),
+    reason="MXNet %s has no arange_like" % mx.__version__,
+)
+def test_arange_like_repeat_0_is_refused():
+    # MXNet divides by the repeat count.
+    sym = mx.sym.contrib.arange_like(mx.sym.var("data"), repeat=0)
+    _refused(sym, {"data": (2, 3)}, ["_contrib_arange_like", "repeat=0"])
