@@ -43,6 +43,7 @@ from .layers import (
     leaky_relu,
 )
 from .losses import regression_output, softmax_output
+from .norms import group_norm, layer_norm_moments
 from .pooling import pooling
 from .resize import (
     adaptive_avg_pool2d,
@@ -71,12 +72,14 @@ __all__ = [
     "dropout",
     "flatten",
     "gather_nd",
+    "group_norm",
     "interleaved_matmul_encdec_qk",
     "interleaved_matmul_encdec_valatt",
     "interleaved_matmul_selfatt_qk",
     "interleaved_matmul_selfatt_valatt",
     "l2_normalization",
     "layer_norm",
+    "layer_norm_moments",
     "leaky_relu",
     "mod",
     "mod_scalar",
