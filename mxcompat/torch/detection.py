@@ -12,6 +12,20 @@ from .nodes import Node, _emits
 _FORMATS = ("corner", "center")
 
 
+def _floats(n: Node, key: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    """A tuple of floats (MXNet writes ``(0.1, 0.2)`` or ``[0.1,0.2]``); ``n.tuple`` reads
+    ints."""
+    text = n.str(key)
+    if text is None:
+        return default
+    items = [t.strip() for t in str(text).strip("()[] ").split(",") if t.strip()]
+    try:
+        return tuple(float(t) for t in items)
+    except ValueError:
+        n.refuse("%s=%s" % (key, text))
+        raise
+
+
 def _options(n: Node, defaults: dict[str, Any]) -> dict[str, Any]:
     """The node's attributes that differ from MXNet's defaults, typed as the defaults are."""
     options: dict[str, Any] = {}
@@ -71,8 +85,43 @@ def _roi_align(n: Node) -> tuple[Expr, int]:
     return call("mxops.roi_align", n.args[0], n.args[1], pooled, scale, **options), 1
 
 
-@_emits("ROIPooling")
+@_emits("ROIPooling", "_npx_roi_pooling")
 def _roi_pooling(n: Node) -> tuple[Expr, int]:
     # MXNet's second output (each bin's argmax, for its backward) is hidden.
     pooled, scale = n.tuple("pooled_size"), n.float("spatial_scale")
     return call("mxops.roi_pooling", n.args[0], n.args[1], pooled, scale), 1
+
+
+@_emits("_contrib_MultiBoxPrior", "_npx_multibox_prior")
+def _multibox_prior(n: Node) -> tuple[Expr, int]:
+    options: dict[str, Any] = {}
+    for key, default in (
+        ("sizes", (1.0,)),
+        ("ratios", (1.0,)),
+        ("steps", (-1.0, -1.0)),
+        ("offsets", (0.5, 0.5)),
+    ):
+        value = _floats(n, key, default)
+        if value != default:
+            options[key] = value
+    options.update(_options(n, {"clip": False}))
+    return call("mxops.multibox_prior", n.args[0], **options), 1
+
+
+_DETECTION = {
+    "clip": True,
+    "threshold": 0.01,
+    "nms_threshold": 0.5,
+    "force_suppress": False,
+    "nms_topk": -1,
+}
+
+
+@_emits("_contrib_MultiBoxDetection", "_npx_multibox_detection")
+def _multibox_detection(n: Node) -> tuple[Expr, int]:
+    # background_id: MXNet 1.9.1 reads class 0 as the background whatever its value.
+    options = _options(n, _DETECTION)
+    variances = _floats(n, "variances", (0.1, 0.1, 0.2, 0.2))
+    if variances != (0.1, 0.1, 0.2, 0.2):
+        options["variances"] = variances
+    return call("mxops.multibox_detection", *n.args[:3], **options), 1

@@ -286,3 +286,66 @@ def test_roi_pooling(pooled, scale):
         mx.sym.var("data"), mx.sym.var("rois"), pooled_size=pooled, spatial_scale=scale
     )
     _compare(sym, {"data": data, "rois": rois}, grad_of="data")
+
+
+# --- MultiBoxPrior / MultiBoxDetection ------------------------------------------------------------
+
+
+PRIOR_CASES = [
+    {},
+    {"sizes": (0.2, 0.272), "ratios": (1, 2, 0.5)},
+    {"sizes": (0.75, 0.9), "ratios": (1, 3, 1.0 / 3), "clip": True},
+    {"sizes": (0.3,), "ratios": (2, 1), "steps": (0.1, 0.07), "offsets": (0.25, 0.75)},
+    {"sizes": (0.1, 0.5, 0.9), "steps": (0.0625, 0.0625), "clip": True},
+]
+
+
+@pytest.mark.parametrize("params", PRIOR_CASES, ids=lambda p: ",".join(map(str, p.items())) or "-")
+def test_multibox_prior(params):
+    data = np.zeros((2, 3, 5, 7), np.float32)
+    sym = mx.sym.contrib.MultiBoxPrior(mx.sym.var("data"), **params)
+    _compare(sym, {"data": data})
+
+
+def _detection_inputs(batch, classes, count, seed, ties=True):
+    rng = np.random.RandomState(seed)
+    logits = rng.uniform(-2, 2, (batch, classes, count))
+    if ties:
+        logits = np.round(logits, 0)  # equal classes and equal scores
+    prob = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    anchors = mx.nd.contrib.MultiBoxPrior(
+        mx.nd.zeros((1, 1, 3, count // 12)), sizes=(0.3, 0.5), ratios=(1, 2, 0.5)
+    ).asnumpy()
+    loc = rng.uniform(-1, 1, (batch, count * 4))
+    return {
+        "cls_prob": prob.astype(np.float32),
+        "loc_pred": loc.astype(np.float32),
+        "anchors": anchors,
+    }
+
+
+DETECTION_CASES = [
+    {},
+    {"threshold": 0.3},
+    {"nms_threshold": 0.3, "force_suppress": True},
+    {"nms_threshold": 0.45, "nms_topk": 8},
+    {"nms_threshold": 0.6, "nms_topk": 50, "threshold": 0.2},
+    {"nms_threshold": 0},  # no NMS: the rows in anchor order
+    {"nms_threshold": 1.5},  # no NMS either
+    {"clip": False, "variances": (0.2, 0.1, 0.3, 0.25)},
+    {"background_id": 2},  # read by no MXNet 1.9.1 code
+    {"threshold": 0.99},  # nothing kept
+]
+
+
+@pytest.mark.parametrize(
+    "params", DETECTION_CASES, ids=lambda p: ",".join(map(str, p.items())) or "-"
+)
+def test_multibox_detection(params):
+    feed = _detection_inputs(2, 4, 48, seed=len(params))
+    sym = mx.sym.contrib.MultiBoxDetection(*[mx.sym.var(k) for k in feed], **params)
+    _, (want,) = _compare(sym, feed, ulps=2)
+    if params.get("threshold") != 0.99:
+        assert (want[..., 0] >= 0).any()
+    if params.get("threshold") != 0.99 and 0 < params.get("nms_threshold", 0.5) <= 1:
+        assert (want[..., 0] == -1).any()  # suppressed

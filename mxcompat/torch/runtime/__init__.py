@@ -10,6 +10,7 @@ writes, as ``mxnet_ops/``, so a converted model runs where neither is installed.
 
 import torch
 
+from .anchors import multibox_detection, multibox_prior
 from .attention import (
     arange_like,
     div_sqrt_dim,
@@ -83,6 +84,8 @@ __all__ = [
     "leaky_relu",
     "mod",
     "mod_scalar",
+    "multibox_detection",
+    "multibox_prior",
     "one_hot",
     "pick",
     "pooling",
