@@ -111,7 +111,7 @@ def _topk(n: Node) -> Emitted:
     ret = n.str("ret_typ", "indices")
     if ret not in ("value", "indices", "mask", "both"):
         n.refuse("ret_typ=%s" % ret)
-    options = {"is_ascend": True} if n.bool("is_ascend") else {}
+    options: dict[str, Any] = {"is_ascend": True} if n.bool("is_ascend") else {}
     if ret in ("indices", "both"):
         options["dtype"] = _dtype(n)
     expr = call("mxops.topk", n.args[0], _axis(n), n.int("k", 1), ret, **options)
@@ -142,8 +142,15 @@ def _adaptive_avg_pooling(n: Node) -> Emitted:
     return call("mxops.adaptive_avg_pool2d", n.args[0], pair), 1
 
 
-_RESIZE_MODES = ("size", "odd_scale", "like", "to_even_down", "to_even_up")
-_RESIZE_MODES += ("to_odd_down", "to_odd_up")
+_RESIZE_MODES = (
+    "size",
+    "odd_scale",
+    "like",
+    "to_even_down",
+    "to_even_up",
+    "to_odd_down",
+    "to_odd_up",
+)
 
 
 @_emits("_contrib_BilinearResize2D")

@@ -42,8 +42,9 @@ def test_slice_like(axes):
 
 
 @pytest.mark.parametrize("axis", [0, (0, 2), (1,), (2, 1, 0)])
-def test_reverse(axis):
-    run_both(mx.sym.reverse(A, axis=axis), {"a": data(2, 3, 4)}, exact=True)
+@pytest.mark.parametrize("op", ["reverse", "flip"])
+def test_reverse(axis, op):
+    run_both(getattr(mx.sym, op)(A, axis=axis), {"a": data(2, 3, 4)}, exact=True)
 
 
 def test_reverse_negative_axis_refused_as_mxnet_fails():
@@ -57,7 +58,7 @@ _NUM = np.array([-7.5, -7, -3, -0.5, 0, 0.25, 3, 6, 7.25, -6], np.float32)
 _DEN = np.array([3, -3, -3, 2, 0, -2, 0, 4, 2, -2.5], np.float32)
 
 
-@pytest.mark.parametrize("op", ["broadcast_mod", "_mod"])
+@pytest.mark.parametrize("op", ["broadcast_mod", "_mod", "_Mod"])
 def test_mod_has_the_divisors_sign_and_0_for_0(op):
     fn = getattr(mx.sym, op, None) or getattr(mx.sym._internal, op)
     feed = {"a": _NUM.reshape(2, 5), "b": _DEN.reshape(2, 5)}
@@ -71,6 +72,16 @@ def test_mod_has_the_divisors_sign_and_0_for_0(op):
 def test_broadcast_mod_broadcasts_and_its_gradient_sums():
     feed = {"a": data(3, 4, low=-5, high=5), "b": np.array([[1.5, -2, 0.75, -1]], np.float32)}
     run_both(mx.sym.broadcast_mod(A, B), feed)
+
+
+def test_float16_mod_and_its_gradient():
+    sym = mx.sym.broadcast_mod(mx.sym.Cast(A, "float16"), mx.sym.Cast(B, "float16"))
+    run_both(sym, {"a": _NUM, "b": _DEN}, rtol=1e-3)
+
+
+@pytest.mark.parametrize("op", ["_ModScalar", "_RModScalar"])
+def test_legacy_scalar_mod_names(op):
+    run_both(getattr(mx.sym._internal, op)(A, scalar=2.5), {"a": _NUM}, exact=True)
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])

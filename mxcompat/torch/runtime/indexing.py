@@ -18,7 +18,7 @@ def _mod_values(a, b):
 
 class _Mod(torch.autograd.Function):
     """MXNet's gradients of ``a mod b``: 1 for a (also where b is 0), ``-floor(a / b)`` for
-    b; none (zeros) for integer and float16 arrays."""
+    b (float16 in float32)."""
 
     @staticmethod
     def forward(ctx, a, b):
@@ -28,12 +28,12 @@ class _Mod(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        if a.dtype in (torch.float32, torch.float64):
-            grad_a = grad.expand(torch.broadcast_shapes(a.shape, b.shape))
-            grad_b = -torch.floor(a / b) * grad
+        grad_a = grad.expand(torch.broadcast_shapes(a.shape, b.shape))
+        if a.dtype == torch.float16:
+            ratio = a.float() / b.float()
+            grad_b = (-torch.floor(ratio) * grad.float()).to(grad.dtype)
         else:
-            grad_a = torch.zeros_like(grad)
-            grad_b = torch.zeros_like(grad)
+            grad_b = -torch.floor(a / b) * grad
         return grad_a.sum_to_size(a.shape), grad_b.sum_to_size(b.shape)
 
 
