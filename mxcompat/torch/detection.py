@@ -125,3 +125,21 @@ def _multibox_detection(n: Node) -> tuple[Expr, int]:
     if variances != (0.1, 0.1, 0.2, 0.2):
         options["variances"] = variances
     return call("mxops.multibox_detection", *n.args[:3], **options), 1
+
+
+_TARGET = {
+    "overlap_threshold": 0.5,
+    "ignore_label": -1.0,
+    "negative_mining_ratio": -1.0,
+    "negative_mining_thresh": 0.5,
+}
+
+
+@_emits("_contrib_MultiBoxTarget", "_npx_multibox_target")
+def _multibox_target(n: Node) -> tuple[Expr, int]:
+    # minimum_negative_samples: MXNet 1.9.1 passes it on and never reads it.
+    options = _options(n, _TARGET)
+    variances = _floats(n, "variances", (0.1, 0.1, 0.2, 0.2))
+    if variances != (0.1, 0.1, 0.2, 0.2):
+        options["variances"] = variances
+    return call("mxops.multibox_target", *n.args[:3], **options), 3

@@ -349,3 +349,42 @@ def test_multibox_detection(params):
         assert (want[..., 0] >= 0).any()
     if params.get("threshold") != 0.99 and 0 < params.get("nms_threshold", 0.5) <= 1:
         assert (want[..., 0] == -1).any()  # suppressed
+
+
+def _target_inputs(seed, batch=3, count=48, labels=5, classes=4):
+    rng = np.random.RandomState(seed)
+    anchors = mx.nd.contrib.MultiBoxPrior(
+        mx.nd.zeros((1, 1, 3, count // 12)), sizes=(0.3, 0.5), ratios=(1, 2, 0.5)
+    ).asnumpy()
+    xy = rng.uniform(0, 0.6, (batch, labels, 2))
+    wh = rng.uniform(0.1, 0.4, (batch, labels, 2))
+    ids = rng.randint(0, classes - 1, (batch, labels, 1))
+    label = np.concatenate([ids, xy, xy + wh, rng.uniform(0, 1, (batch, labels, 1))], -1)
+    label[0, 3:] = -1  # two labels, then padding
+    label[1, :] = -1  # none
+    preds = np.round(rng.uniform(-2, 2, (batch, classes, count)), 1)  # ties
+    return {
+        "anchors": anchors,
+        "labels": label.astype(np.float32),
+        "cls_preds": preds.astype(np.float32),
+    }
+
+
+TARGET_CASES = [
+    {},
+    {"overlap_threshold": 0.3, "ignore_label": -2},
+    {"overlap_threshold": 0},  # bipartite matches only
+    {"negative_mining_ratio": 3, "negative_mining_thresh": 0.5},
+    {"negative_mining_ratio": 2.5, "negative_mining_thresh": 0.3, "overlap_threshold": 0.4},
+    {"negative_mining_ratio": 1, "overlap_threshold": 0, "minimum_negative_samples": 5},
+    {"variances": (0.2, 0.2, 0.1, 0.1)},
+]
+
+
+@pytest.mark.parametrize("params", TARGET_CASES, ids=lambda p: ",".join(map(str, p.items())) or "-")
+def test_multibox_target(params):
+    feed = _target_inputs(seed=len(params))
+    sym = mx.sym.contrib.MultiBoxTarget(*[mx.sym.var(k) for k in feed], **params)
+    _, (_, mask, cls) = _compare(mx.sym.Group(list(sym)), feed, ulps=2)
+    assert (mask > 0).any() and (cls == 0).any()  # positives and negatives
+    assert (cls[1] == params.get("ignore_label", -1)).all()  # no labels: every anchor ignored

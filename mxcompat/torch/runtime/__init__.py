@@ -10,7 +10,7 @@ writes, as ``mxnet_ops/``, so a converted model runs where neither is installed.
 
 import torch
 
-from .anchors import multibox_detection, multibox_prior
+from .anchors import multibox_detection, multibox_prior, multibox_target
 from .attention import (
     arange_like,
     div_sqrt_dim,
@@ -86,6 +86,7 @@ __all__ = [
     "mod_scalar",
     "multibox_detection",
     "multibox_prior",
+    "multibox_target",
     "one_hot",
     "pick",
     "pooling",

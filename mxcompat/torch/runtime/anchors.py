@@ -1,4 +1,4 @@
-"""MXNet's SSD anchor operators: ``MultiBoxPrior`` and ``MultiBoxDetection``."""
+"""MXNet's SSD anchor operators: ``MultiBoxPrior``, ``MultiBoxDetection``, ``MultiBoxTarget``."""
 
 import torch
 
@@ -141,3 +141,144 @@ def multibox_detection(
     gone = dropped | (alive & ~keep)
     class_id = torch.where(gone, torch.full_like(rows[..., 0], -1), rows[..., 0])
     return torch.cat((class_id.unsqueeze(-1), rows[..., 1:]), -1)
+
+
+def _larger(a, b):
+    """mshadow's ``maximum``: ``a > b ? a : b``."""
+    return torch.where(a > b, a, b)
+
+
+def _smaller(a, b):
+    """mshadow's ``minimum``: ``a < b ? a : b``."""
+    return torch.where(a < b, a, b)
+
+
+def _target_iou(anchors, labels):
+    """(b, k, g) IoU of each anchor with each label's box (0 where the union is 0)."""
+    a = anchors.view(1, -1, 1, 4)
+    g = labels[..., 1:5].unsqueeze(1)
+    zero = torch.zeros((), dtype=labels.dtype, device=labels.device)
+    w = _larger(zero, _smaller(a[..., 2], g[..., 2]) - _larger(a[..., 0], g[..., 0]))
+    h = _larger(zero, _smaller(a[..., 3], g[..., 3]) - _larger(a[..., 1], g[..., 1]))
+    inter = w * h
+    union = (a[..., 2] - a[..., 0]) * (a[..., 3] - a[..., 1])
+    union = union + (g[..., 2] - g[..., 0]) * (g[..., 3] - g[..., 1]) - inter
+    return torch.where(union == 0, torch.zeros_like(union), inter / union)
+
+
+def _best_label(iou, labelled):
+    """Each anchor's first label of the largest IoU > -1 (-1 and -1 where none)."""
+    candidates = iou.masked_fill(~(labelled.unsqueeze(1) & (iou > -1)), float("-inf"))
+    best, label = candidates.max(-1)
+    found = best > float("-inf")
+    return torch.where(found, best, torch.full_like(best, -1)), label, found
+
+
+def _background_prob(cls_preds):
+    """(b, k) softmax probability of class 0, summed class by class as MXNet does."""
+    top = cls_preds[:, 0]
+    for c in range(1, cls_preds.shape[1]):
+        top = torch.where(cls_preds[:, c] > top, cls_preds[:, c], top)
+    total = torch.zeros_like(top)
+    for c in range(cls_preds.shape[1]):
+        total = total + torch.exp(cls_preds[:, c] - top)
+    return torch.exp(cls_preds[:, 0] - top) / total
+
+
+def _encode(anchors, boxes, variances):
+    """MultiBoxTarget's (b, k, 4) offsets of the matched boxes, computed in float32."""
+    left, top, right, bottom = anchors.float().unbind(-1)
+    aw, ah = right - left, bottom - top
+    ax, ay = (left + right) * 0.5, (top + bottom) * 0.5
+    gl, gt, gr, gb = boxes.float().unbind(-1)
+    gw, gh = gr - gl, gb - gt
+    gx, gy = (gl + gr) * 0.5, (gt + gb) * 0.5
+    vx, vy, vw, vh = (as_float32(v) for v in variances)
+    return torch.stack(
+        (
+            (gx - ax) / aw / vx,
+            (gy - ay) / ah / vy,
+            torch.log(gw / aw) / vw,
+            torch.log(gh / ah) / vh,
+        ),
+        -1,
+    )
+
+
+def multibox_target(
+    anchors,
+    labels,
+    cls_preds,
+    overlap_threshold=0.5,
+    ignore_label=-1.0,
+    negative_mining_ratio=-1.0,
+    negative_mining_thresh=0.5,
+    variances=(0.1, 0.1, 0.2, 0.2),
+):
+    """MXNet's ``MultiBoxTarget``: (loc_target (b, k * 4), loc_mask (b, k * 4), cls_target
+    (b, k)) of (1, k, 4) anchors, (b, g, >= 5) labels [class, x1, y1, x2, y2] (the labels
+    end at the first of class -1) and (b, classes, k) predictions.  Each label first takes
+    the free anchor of the largest IoU (> 1e-6, largest first); with ``overlap_threshold``
+    > 0 every other anchor whose best IoU exceeds it is positive too.  With
+    ``negative_mining_ratio`` > 0 the ``ratio`` x positives anchors of best IoU <
+    ``negative_mining_thresh`` and least background probability are negatives (class 0),
+    else every other anchor is; the rest get ``ignore_label``.  MXNet's gradient is zero:
+    the outputs are detached."""
+    anchors = anchors.detach().reshape(-1, 4)
+    labels, cls_preds = labels.detach(), cls_preds.detach()
+    batch, count = labels.shape[0], anchors.shape[0]
+    rows = torch.arange(batch, device=labels.device)
+    iou = _target_iou(anchors, labels).float()
+    labelled = torch.cumsum((labels[..., 0].float() == -1).int(), 1) == 0
+    any_label = labelled.any(1, keepdim=True)
+    positive = torch.zeros(batch, count, dtype=torch.bool, device=labels.device)
+    matched = torch.zeros(batch, count, dtype=torch.int64, device=labels.device)
+    match_iou = torch.full((batch, count), -1.0, device=labels.device)
+    label_done = ~labelled
+    smallest = as_float32(1e-6)
+    for _ in range(labels.shape[1]):
+        free = iou.masked_fill(
+            positive.unsqueeze(-1) | label_done.unsqueeze(1), float("-inf")
+        )
+        best, at = free.flatten(1).max(1)
+        found = best > smallest
+        if not bool(found.any()):
+            break
+        b, anchor, label = (
+            rows[found],
+            at[found] // iou.shape[2],
+            at[found] % iou.shape[2],
+        )
+        positive[b, anchor] = True
+        matched[b, anchor] = label
+        match_iou[b, anchor] = best[found]
+        label_done[b, label] = True
+    best, label, found = _best_label(iou, labelled)
+    if overlap_threshold > 0:
+        chosen = ~positive & found
+        match_iou = torch.where(chosen, best, match_iou)
+        matched = torch.where(chosen, label, matched)
+        positive = positive | (chosen & (best > as_float32(overlap_threshold)))
+    if negative_mining_ratio > 0:
+        unset = ~positive & (match_iou < 0) & found
+        match_iou = torch.where(unset, best, match_iou)
+        wanted = (positive.sum(1).float() * as_float32(negative_mining_ratio)).long()
+        wanted = torch.minimum(wanted, count - positive.sum(1))
+        eligible = ~positive & (match_iou < as_float32(negative_mining_thresh))
+        prob = _background_prob(cls_preds)
+        ranked = prob.masked_fill(~eligible, float("inf"))
+        order = torch.sort(ranked, dim=1, stable=True).indices
+        rank = torch.empty_like(order).scatter_(
+            1, order, torch.arange(count, device=order.device).expand_as(order)
+        )
+        negative = eligible & (rank < wanted.unsqueeze(1))
+    else:
+        negative = ~positive & any_label
+    mine = labels.gather(1, matched.unsqueeze(-1).expand(-1, -1, labels.shape[2]))
+    ignore = torch.full_like(mine[..., 0], ignore_label)
+    cls_target = torch.where(negative, torch.zeros_like(ignore), ignore)
+    cls_target = torch.where(positive, mine[..., 0] + 1, cls_target)
+    loc = _encode(anchors.unsqueeze(0), mine[..., 1:5], variances).to(labels.dtype)
+    mask = positive.unsqueeze(-1).expand(-1, -1, 4)
+    loc_target = torch.where(mask, loc, torch.zeros_like(loc)).reshape(batch, -1)
+    return loc_target, mask.to(labels.dtype).reshape(batch, -1), cls_target
