@@ -129,6 +129,13 @@ def test_sequence_reverse_without_lengths_flips_every_step():
     _compare(sym, {"data": _data(5, 4, 3)}, grads=("data",), exact=True)
 
 
+@pytest.mark.parametrize("op", ["SequenceMask", "SequenceLast", "SequenceReverse"])
+def test_sequence_ops_take_integer_lengths(op):
+    sym = getattr(mx.sym, op)(mx.sym.var("data"), mx.sym.var("length"), use_sequence_length=True)
+    feed = {"data": _data(5, 4, 3), "length": np.array([3, 5, 1, 4], dtype=np.int32)}
+    _compare(sym, feed, grads=("data",), exact=True)
+
+
 def test_sequence_ops_verify_with_random_lengths():
     # to_torch's own check feeds whole lengths in [1, steps] (MXNet reads outside the
     # array for others): a graph of all three converts with its lengths an input.
