@@ -459,3 +459,13 @@ def test_arange_like_repeat_0_is_refused():
     # MXNet divides by the repeat count.
     sym = mx.sym.contrib.arange_like(mx.sym.var("data"), repeat=0)
     _refused(sym, {"data": (2, 3)}, ["_contrib_arange_like", "repeat=0"])
+
+
+@pytest.mark.skipif(
+    not hasattr(mx.sym.contrib, "arange_like"),
+    reason="MXNet %s has no arange_like" % mx.__version__,
+)
+def test_arange_like_of_integers_casts_start_and_step():
+    # In an integer array MXNet takes start 1.5 as 1 and step 2.5 as 2.
+    sym = mx.sym.contrib.arange_like(mx.sym.var("data"), start=1.5, step=2.5, repeat=2)
+    _compare(sym, {"data": np.zeros((2, 5), np.int32)}, exact=True)
