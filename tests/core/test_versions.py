@@ -42,8 +42,8 @@ NOT_COMBINATIONS = {
     "py311-nomx",
 }
 # Envs that run one file on a combination, in a section of their own (Horovod): hvd-<combination>.
-# (Horovod, hvd-; the torch extra, torch-<mxNN> on the mxNN combination.)
-ON_A_COMBINATION = ("hvd-", "torch-")
+# (Horovod, hvd-; the torch extra, torch-<mxNN> on the mxNN combination; the model zoos, zoo-.)
+ON_A_COMBINATION = ("hvd-", "torch-", "zoo-")
 # No host interpreter for these: their combinations run in the Debian unstable root of
 # .ci/newroot (tests/packaging/test_install.py there), and need no tox env; those tox.ini has
 # are checked like any other, and are the label `root` that .ci/run runs there.
