@@ -224,6 +224,16 @@ ONNX_EXPORT_OPSETS = (
     ((1, 9), (12, 13)),
 )
 
+# to_torch's operators (read in src/operator of each release; the tests skip before them).
+# contrib.BilinearResize2D takes align_corners from 1.7, default True: before, it has none and
+# always aligns the corners (the same output).
+BILINEAR_RESIZE_ALIGN_CORNERS = (1, 7)
+# gather_nd adds the axis' size to an index before truncating it from 1.7 (a negative index
+# counts from the end; -0.5 is the last row): before, -0.5 is row 0 and -1 reads outside.
+GATHER_ND_WRAPS_NEGATIVE = (1, 7)
+# topk's and argsort's dtype takes int64 from 1.6.
+SORT_DTYPE_INT64 = (1, 6)
+
 
 # The pip wheels' libmxnet.so asks for an executable stack (PT_GNU_STACK flags RWE) up to 1.6:
 # readelf -lW of 1.3.1, 1.4.1, 1.5.1.post0 and 1.6.0 shows RWE, of 1.7.0.post2, 1.8.0.post0

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import mxcompat
+from mxcompat._core import facts
 from tests.support.torch_ops import data, run_both
 
 _SPEC = importlib.util.find_spec("torch")
@@ -20,7 +21,16 @@ pytestmark = pytest.mark.skipif(
 
 A, B = mx.sym.var("a"), mx.sym.var("b")
 ADAPTIVE = mx.sym.contrib.AdaptiveAvgPooling2D
-RESIZE = mx.sym.contrib.BilinearResize2D
+_ALIGN = facts.since(facts.BILINEAR_RESIZE_ALIGN_CORNERS)
+not_aligned = pytest.mark.skipif(not _ALIGN, reason="align_corners=False from MXNet 1.7")
+ALIGNS = [True, pytest.param(False, marks=not_aligned)]
+
+
+def _resize(*args, **kw):
+    # Before 1.7 MXNet has no align_corners and always aligns them (its default since).
+    if not _ALIGN and kw.get("align_corners", True):
+        kw.pop("align_corners", None)
+    return mx.sym.contrib.BilinearResize2D(*args, **kw)
 
 
 # --- AdaptiveAvgPooling2D ---------------------------------------------------------------------
@@ -48,41 +58,42 @@ def test_adaptive_avg_pooling_bins_in_float32_where_they_are_not_pytorchs():
 # --- BilinearResize2D -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("align_corners", [True, False])
+@pytest.mark.parametrize("align_corners", ALIGNS)
 @pytest.mark.parametrize("size", [(10, 13), (3, 4), (1, 1), (1, 9), (5, 7), (12, 1)])
 def test_bilinear_resize_to_a_size(size, align_corners):
-    sym = RESIZE(A, height=size[0], width=size[1], align_corners=align_corners)
+    sym = _resize(A, height=size[0], width=size[1], align_corners=align_corners)
     module = run_both(sym, {"a": data(2, 3, 5, 7)})
     assert "mxops.bilinear_resize2d" in module.code
 
 
+@not_aligned
 def test_bilinear_resize_one_row_without_align_corners_reads_the_first_row():
     import torch
     import torch.nn.functional as F
 
     x = data(1, 1, 6, 4)
-    run_both(RESIZE(A, height=1, width=4, align_corners=False), {"a": x})
+    run_both(_resize(A, height=1, width=4, align_corners=False), {"a": x})
     want = mx.nd.contrib.BilinearResize2D(mx.nd.array(x), height=1, width=4, align_corners=False)
     naive = F.interpolate(torch.from_numpy(x), (1, 4), mode="bilinear", align_corners=False)
     assert np.array_equal(want.asnumpy()[0, 0, 0], x[0, 0, 0])
     assert not np.allclose(naive.numpy(), want.asnumpy())
 
 
-@pytest.mark.parametrize("align_corners", [True, False])
+@pytest.mark.parametrize("align_corners", ALIGNS)
 @pytest.mark.parametrize("scales", [(2.0, 2.0), (0.5, 1.5), (0.3, 0.7), (1.0, 1.0), (2.5, 0.2)])
 def test_bilinear_resize_by_scales(scales, align_corners):
-    sym = RESIZE(A, scale_height=scales[0], scale_width=scales[1], align_corners=align_corners)
+    sym = _resize(A, scale_height=scales[0], scale_width=scales[1], align_corners=align_corners)
     run_both(sym, {"a": data(1, 2, 10, 7)})
 
 
 def test_bilinear_resize_scale_width_alone_is_ignored_as_mxnet_ignores_it():
-    sym = RESIZE(A, height=3, width=4, scale_width=2.0)
+    sym = _resize(A, height=3, width=4, scale_width=2.0)
     run_both(sym, {"a": data(1, 2, 5, 7)})
 
 
 @pytest.mark.parametrize("mode", ["odd_scale", "size"])
 def test_bilinear_resize_refuses_a_missing_scale_as_mxnet_fails(mode):
-    sym = RESIZE(A, scale_height=2.0, mode=mode)
+    sym = _resize(A, scale_height=2.0, mode=mode)
     with pytest.raises(NotImplementedError, match="'_contrib_BilinearResize2D'.*scale_width"):
         mxcompat.to_torch((sym, {}, {}), {"a": (1, 1, 4, 4)})
 
@@ -90,26 +101,27 @@ def test_bilinear_resize_refuses_a_missing_scale_as_mxnet_fails(mode):
 @pytest.mark.parametrize("shape", [(1, 2, 6, 8), (1, 2, 7, 9), (1, 2, 6, 9)])
 @pytest.mark.parametrize("scales", [(2.0, 2.0), (0.5, 0.5), (3.0, 1.5)])
 def test_bilinear_resize_odd_scale(shape, scales):
-    sym = RESIZE(A, scale_height=scales[0], scale_width=scales[1], mode="odd_scale")
+    sym = _resize(A, scale_height=scales[0], scale_width=scales[1], mode="odd_scale")
     run_both(sym, {"a": data(*shape)})
 
 
 @pytest.mark.parametrize("mode", ["to_even_down", "to_even_up", "to_odd_down", "to_odd_up"])
 @pytest.mark.parametrize("shape", [(1, 2, 6, 8), (1, 2, 7, 9), (2, 1, 6, 9)])
-@pytest.mark.parametrize("align_corners", [True, False])
+@pytest.mark.parametrize("align_corners", ALIGNS)
 def test_bilinear_resize_to_even_or_odd(mode, shape, align_corners):
-    sym = RESIZE(A, mode=mode, align_corners=align_corners)
+    sym = _resize(A, mode=mode, align_corners=align_corners)
     run_both(sym, {"a": data(*shape)})
 
 
-@pytest.mark.parametrize("align_corners", [True, False])
+@pytest.mark.parametrize("align_corners", ALIGNS)
 def test_bilinear_resize_like_a_second_input(align_corners):
-    sym = RESIZE(A, B, mode="like", align_corners=align_corners)
+    sym = _resize(A, B, mode="like", align_corners=align_corners)
     run_both(sym, {"a": data(2, 3, 5, 6), "b": data(2, 1, 9, 4, seed=4)})
 
 
-def test_bilinear_resize_in_float64():
-    sym = RESIZE(mx.sym.Cast(A, "float64"), height=9, width=4, align_corners=False)
+@pytest.mark.parametrize("align_corners", ALIGNS)
+def test_bilinear_resize_in_float64(align_corners):
+    sym = _resize(mx.sym.Cast(A, "float64"), height=9, width=4, align_corners=align_corners)
     run_both(sym, {"a": data(1, 2, 5, 7)})
 
 
