@@ -48,8 +48,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument(
         "--states",
         metavar="FILE",
-        help="also write the optimizer, resumed from this states file (Trainer.save_states): "
-        "DIR/mxnet_optim.py and DIR/optimizer.pt, which mxnet_optim.load(model, path) reads",
+        help="also write the optimizer, resumed from this states file (Trainer.save_states, "
+        "read without MXNet): DIR/mxnet_optim.py and DIR/optimizer.pt, which "
+        "mxnet_optim.load(model, path) reads",
     )
     parser.add_argument(
         "--check",
@@ -108,12 +109,6 @@ def main(args: argparse.Namespace) -> int:
     try:
         from .._core.conversion import mxnet_importable
 
-        if args.states is not None and not mxnet_importable():
-            sys.stderr.write(
-                "mxcompat torch: --states needs MXNet here (it rebuilds the optimizer); "
-                "convert the model without it, or where MXNet is installed\n"
-            )
-            return 1
         here = args.input_shape and args.verify_with is None
         if mxnet_importable() and (args.states is not None or here):
             with warnings.catch_warnings():

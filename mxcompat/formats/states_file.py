@@ -56,7 +56,29 @@ def _numpy_globals():
         multiarray = importlib.import_module("numpy._core.multiarray")
     except ImportError:  # NumPy 1.x
         multiarray = importlib.import_module("numpy.core.multiarray")
-    return {"dtype": np.dtype, "scalar": multiarray.scalar}
+    found = {"dtype": np.dtype, "scalar": multiarray.scalar}
+    # A Parameter's dtype given as NumPy's class (dtype=numpy.float32), which MXNet 1.0-1.2
+    # pickle with the optimizer's parameter dictionary: read as the dtype it names, never the
+    # class (calling it would build an array).
+    found.update((name, np.dtype(name.rstrip("_"))) for name in SCALAR_TYPES)
+    return found
+
+
+SCALAR_TYPES = (
+    "float16",
+    "float32",
+    "float64",
+    "uint8",
+    "int8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "bool_",  # NumPy 1's name of the class; NumPy 2's is bool
+    "bool",
+)
 
 
 _BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice": slice}

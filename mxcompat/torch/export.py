@@ -12,7 +12,7 @@ import os
 import re
 from typing import Any, Mapping
 
-from .._core.conversion import fail, import_mxnet
+from .._core.conversion import fail
 from . import optim_rules, runtime
 from .convert import _convert, import_torch
 
@@ -55,15 +55,18 @@ def model_source(written: Written) -> str:
 
 
 def _trainer_order(model: Any, arrays: Mapping[Any, tuple[np.ndarray, ...]]) -> dict[int, str]:
-    """A Trainer's states file names no parameter: its index is the position in the
-    Trainer's list, sorted by name where a dict was given from 1.7 (facts.TRAINER_SORTS_PARAMS),
-    else ``collect_params()`` order (the graph's, for a sequential network).  The order under
-    which every state has its parameter's shape; none, or two that differ: refused."""
-    mx = import_mxnet()
+    """A Trainer's states file from MXNet 1.3 on names no parameter: its index is the
+    position in the Trainer's list, sorted by name where a dict was given from 1.7
+    (facts.TRAINER_SORTS_PARAMS), else ``collect_params()`` order (the graph's, for a
+    sequential network).  The order under which every state has its parameter's shape; none,
+    or two that differ: refused.  The checkpoint is read by mxcompat's reader (no MXNet)."""
+    from ..formats.checkpoint import Checkpoint
+
     if not (isinstance(model, tuple) and len(model) == 2):
         return {}
-    shapes = {k.split(":", 1)[-1]: v.shape for k, v in mx.nd.load("%s-%04d.params" % model).items()}
-    graph = [n for n in mx.sym.load("%s-symbol.json" % model[0]).list_inputs() if n in shapes]
+    ckpt = Checkpoint(model[0], model[1], "mxcompat torch")
+    shapes = {n: v.shape for n, v in ckpt.params.items()}
+    graph = [n["name"] for n in ckpt.graph["nodes"] if n["op"] == "null" and n["name"] in shapes]
     fits: list[dict[int, str]] = []
     for order in (sorted(shapes), graph):
         names = dict(enumerate(order))
@@ -85,11 +88,13 @@ def _trainer_order(model: Any, arrays: Mapping[Any, tuple[np.ndarray, ...]]) -> 
     return fits[0]
 
 
-def _optimizer(module: torch.nn.Module, model: Any, states: str) -> Any:
-    """The MXNet optimizer a states file describes, its indices named, for ``module``.
-
-    The file must hold the optimizer (``Trainer.save_states`` always does): a Module's
-    ``save_optimizer_states`` writes the states alone, without the settings to rebuild it."""
+def write_optimizer(module: torch.nn.Module, model: Any, states: str, directory: str) -> list[str]:
+    """Write DIR/mxnet_optim.py and DIR/optimizer.pt: the optimizer ``states`` resumes, over
+    ``module`` converted from ``model``.  The file must hold the optimizer
+    (``Trainer.save_states`` always does; a Module's ``save_optimizer_states`` writes the
+    states alone, without the settings to rebuild it); it is read by mxcompat's own reader,
+    MXNet installed or not."""
+    from .optim import _build
     from .optim_state import read_states_file
 
     arrays, found = read_states_file(states)
@@ -100,19 +105,8 @@ def _optimizer(module: torch.nn.Module, model: Any, states: str) -> Any:
             "save_optimizer_states writes them so): convert in Python, with "
             "to_torch_optimizer(module, model, states=...)" % states,
         )
-    mx = import_mxnet()
-    opt = mx.optimizer.create(found["kind"])
-    opt.idx2name = dict(found.get("idx2name") or {}) or _trainer_order(model, arrays)
-    opt.lr_mult, opt.wd_mult = dict(found.get("lr_mult") or {}), dict(found.get("wd_mult") or {})
-    return opt
-
-
-def write_optimizer(module: torch.nn.Module, model: Any, states: str, directory: str) -> list[str]:
-    """Write DIR/mxnet_optim.py and DIR/optimizer.pt: the optimizer ``states`` (a states
-    file holding the optimizer) resumes, over ``module`` converted from ``model``."""
-    from .optim import to_torch_optimizer
-
-    opt = to_torch_optimizer(_optimizer(module, model, states), module, states=states)
+    names = found.get("idx2name") or _trainer_order(model, arrays)
+    opt = _build(None, module, None, states, names)
     paths = [os.path.join(directory, n) for n in ("mxnet_optim.py", "optimizer.pt")]
     with open(optim_rules.__file__) as src, open(paths[0], "w") as f:
         f.write(src.read())

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .._core.conversion import fail, import_mxnet
+from .._core.conversion import fail, import_mxnet, mxnet_importable
 from . import codegen
 
 TYPE_CHECKING = False
@@ -63,6 +63,13 @@ def _nag_rule() -> str:
       ``mom = m*mom - lr*(g + wd*w)`` with the *new* w (its output is the weight)."""
     if _NAG_RULE:
         return _NAG_RULE[0]
+    if not mxnet_importable():
+        raise fail(
+            WHERE,
+            "NAG's update changed between MXNet releases and only MXNet's own kernel says "
+            "which rule it makes: resume a NAG optimizer where MXNet is installed",
+            NotImplementedError,
+        )
     mx = import_mxnet()
     w, mom = mx.nd.array([1.0]), mx.nd.array([0.5])
     mx.nd.nag_mom_update(w, mx.nd.array([1.0]), mom, out=w, lr=0.1, momentum=0.9, wd=0.2)
@@ -196,7 +203,7 @@ def _carry(
 
 
 def to_torch_optimizer(
-    mx_optimizer: Optimizer | Trainer | Module,
+    mx_optimizer: Optimizer | Trainer | Module | None,
     torch_module: torch.nn.Module,
     *,
     batch_size: int | None = None,
@@ -217,21 +224,53 @@ def to_torch_optimizer(
     ``states``: a file ``Module.save_optimizer_states`` or ``Trainer.save_states`` wrote, read
     in place of the updater's states, as MXNet's ``load_optimizer_states``/``load_states``
     would: the file's optimizer (a Trainer's file holds it) then gives the settings, the
-    counts and the scheduler.  Parameters with ``requires_grad=False`` are left alone."""
+    counts and the scheduler.  With ``mx_optimizer=None`` the file alone is read, without
+    MXNet (a Trainer's file that names its parameters: MXNet 1.0-1.2's; the gradient scale
+    its last step used).  Parameters with ``requires_grad=False`` are left alone."""
+    return _build(mx_optimizer, torch_module, batch_size, states, None)
+
+
+def _build(
+    mx_optimizer: Any,
+    torch_module: Any,
+    batch_size: int | None,
+    states: str | None,
+    file_names: Mapping[Any, str] | None,
+) -> Any:
+    """``to_torch_optimizer``; ``file_names``: {index: name} for a states file that names
+    none (``mxcompat torch --states``: matched against the checkpoint)."""
     from . import optim_rules, optim_state
     from .convert import import_torch
 
     torch = import_torch("mxcompat.to_torch_optimizer")
-    opt, rescale = _source(mx_optimizer, batch_size)
+    if mx_optimizer is None:
+        if states is None:
+            raise fail(WHERE, "mx_optimizer=None needs states=FILE (a Trainer's)", TypeError)
+        opt, rescale = None, None
+    else:
+        opt, rescale = _source(mx_optimizer, batch_size)
     if not isinstance(torch_module, torch.nn.Module):
         raise fail(WHERE, "torch_module is a torch.nn.Module, not %r" % (torch_module,), TypeError)
-    found = optim_state.describe(opt)
-    names = optim_state.index_names(mx_optimizer, opt)
+    found = optim_state.describe(opt) if opt is not None else {}
+    names = optim_state.index_names(mx_optimizer, opt) if opt is not None else {}
     if states is not None:
         arrays, in_file = optim_state.read_states_file(states)
+        if opt is None and not in_file:
+            raise fail(
+                WHERE,
+                "%s holds the optimizer's states only, not its settings (Module."
+                "save_optimizer_states writes them so): pass the Module or its optimizer "
+                "too" % states,
+            )
         found.update(in_file)
         if not names:
-            names = dict(in_file.get("idx2name") or {})
+            names = dict(in_file.get("idx2name") or {}) or dict(file_names or {})
+        if not names:
+            raise fail(
+                WHERE,
+                "%s names no parameter (a Trainer's file from MXNet 1.3 on): pass the Trainer "
+                "too, or convert with mxcompat torch PREFIX EPOCH --states FILE" % states,
+            )
     else:
         arrays = optim_state.live_states(mx_optimizer)
     kind = found["kind"]
@@ -239,7 +278,11 @@ def to_torch_optimizer(
         raise fail(WHERE, "multi_precision=True is not supported", NotImplementedError)
     named = list(torch_module.named_parameters())
     mxnet_name = _mxnet_names(torch_module)
-    mults = _multipliers(opt, [mxnet_name(n) for n, _ in named])
+    if opt is not None:
+        mults = _multipliers(opt, [mxnet_name(n) for n, _ in named])
+    else:
+        found["idx2name"] = names
+        mults = optim_state.multipliers(found, [mxnet_name(n) for n, _ in named])
     settings = _settings(kind, found, rescale, optim_rules.r32)
     multipliers = {n: mults[mxnet_name(n)] for n, _ in named}
     begin = found.get("begin_num_update", 0) or 0

@@ -163,11 +163,49 @@ def _describe_record(opt: states_file.OptimizerRecord) -> dict[str, Any]:
         ("wd_mult", "wd_mult"),
     ):
         found[key] = dict(attrs.get(attr) or {})
+    # MXNet 1.0-1.2 pickle the optimizer with its parameter dictionary ({index: Gluon
+    # Parameter}; 1.3 on leave it out): each index's name and its own lr_mult and wd_mult.
+    params = attrs.get("param_dict") or {}
+    found["param_mults"] = {}
+    for index, param in params.items() if isinstance(params, dict) else ():
+        if isinstance(param, states_file.OptimizerRecord) and param.name == "Parameter":
+            found["idx2name"][index] = param.attrs.get("name")
+            found["param_mults"][index] = (
+                float(param.attrs.get("lr_mult", 1.0)),
+                float(param.attrs.get("wd_mult", 1.0)),
+            )
     sched = attrs.get("lr_scheduler")
     if isinstance(sched, states_file.OptimizerRecord):
         sched = dict(sched.attrs, **{"class": sched.name})
     found["lr_scheduler"] = sched
     return found
+
+
+def multipliers(found: dict[str, Any], names: list[str]) -> dict[str, tuple[float, float]]:
+    """{name: (lr_mult, wd_mult)} from what a states file holds (``read_states_file``'s
+    ``found``), by the rule of MXNet's ``Optimizer._get_lr``/``_get_wd`` (the same in 1.0 ...
+    1.9.1): the Parameter's own where the file has it, else the optimizer's ``lr_mult`` and
+    ``wd_mult`` by index, else by the index's name, else 1."""
+    idx2name = found.get("idx2name") or {}
+    own = found.get("param_mults") or {}
+    index_of = {name: index for index, name in idx2name.items()}
+    result = {}
+    for name in names:
+        index = index_of.get(name, name)
+        pair = []
+        for key, k in (("lr_mult", 0), ("wd_mult", 1)):
+            table = found.get(key) or {}
+            if index in own:
+                value = own[index][k]
+            elif index in table:
+                value = table[index]
+            elif index in idx2name:
+                value = table.get(idx2name[index], 1.0)
+            else:
+                value = 1.0
+            pair.append(float(value))
+        result[name] = (pair[0], pair[1])
+    return result
 
 
 def read_states_file(path: str) -> tuple[dict[Any, tuple[np.ndarray, ...]], dict[str, Any]]:
