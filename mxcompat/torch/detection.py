@@ -143,3 +143,28 @@ def _multibox_target(n: Node) -> tuple[Expr, int]:
     if variances != (0.1, 0.1, 0.2, 0.2):
         options["variances"] = variances
     return call("mxops.multibox_target", *n.args[:3], **options), 3
+
+
+_PROPOSAL = {
+    "rpn_pre_nms_top_n": 6000,
+    "rpn_post_nms_top_n": 300,
+    "threshold": 0.7,
+    "rpn_min_size": 16,
+    "feature_stride": 16,
+    "output_score": False,
+    "iou_loss": False,
+}
+
+
+@_emits("_contrib_Proposal", "_contrib_MultiProposal")
+def _proposal(n: Node) -> tuple[Expr, int]:
+    options = _options(n, _PROPOSAL)
+    for key, default in (("scales", (4.0, 8.0, 16.0, 32.0)), ("ratios", (0.5, 1.0, 2.0))):
+        value = _floats(n, key, default)
+        if value != default:
+            options[key] = value
+    if n.op == "_contrib_Proposal":
+        options["batched"] = False
+    # MXNet's second output (the scores) is hidden unless output_score.
+    outputs = 2 if n.bool("output_score") else 1
+    return call("mxops.proposal", *n.args[:3], **options), outputs

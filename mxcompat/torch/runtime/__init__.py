@@ -46,6 +46,7 @@ from .layers import (
 from .losses import regression_output, softmax_output
 from .norms import group_norm, layer_norm_moments
 from .pooling import pooling
+from .proposals import proposal
 from .resize import (
     adaptive_avg_pool2d,
     bilinear_resize2d,
@@ -90,6 +91,7 @@ __all__ = [
     "one_hot",
     "pick",
     "pooling",
+    "proposal",
     "reduce",
     "regression_output",
     "reshape",

@@ -2,7 +2,7 @@
 
 import torch
 
-from .boxes import as_float32, greedy_keep
+from .boxes import as_float32, expf, greedy_keep, logf
 
 
 def multibox_prior(
@@ -57,7 +57,7 @@ def _decode(anchors, loc, variances, clip):
     vx, vy, vw, vh = (as_float32(v) for v in variances)
     px, py, pw, ph = loc.unbind(-1)
     ox, oy = px * vx * aw + ax, py * vy * ah + ay
-    ow, oh = torch.exp(pw * vw) * aw / 2, torch.exp(ph * vh) * ah / 2
+    ow, oh = expf(pw * vw) * aw / 2, expf(ph * vh) * ah / 2
     box = torch.stack((ox - ow, oy - oh, ox + ow, oy + oh), -1)
     if clip:
         box = _cmp_max(torch.zeros_like(box), _cmp_min(torch.ones_like(box), box))
@@ -181,8 +181,8 @@ def _background_prob(cls_preds):
         top = torch.where(cls_preds[:, c] > top, cls_preds[:, c], top)
     total = torch.zeros_like(top)
     for c in range(cls_preds.shape[1]):
-        total = total + torch.exp(cls_preds[:, c] - top)
-    return torch.exp(cls_preds[:, 0] - top) / total
+        total = total + expf(cls_preds[:, c] - top)
+    return expf(cls_preds[:, 0] - top) / total
 
 
 def _encode(anchors, boxes, variances):
@@ -198,8 +198,8 @@ def _encode(anchors, boxes, variances):
         (
             (gx - ax) / aw / vx,
             (gy - ay) / ah / vy,
-            torch.log(gw / aw) / vw,
-            torch.log(gh / ah) / vh,
+            logf(gw / aw) / vw,
+            logf(gh / ah) / vh,
         ),
         -1,
     )

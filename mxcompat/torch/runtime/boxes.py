@@ -8,6 +8,20 @@ def as_float32(value):
     return float(torch.tensor(value, dtype=torch.float32))
 
 
+def expf(x):
+    """C's float ``expf``, correctly rounded (torch's float32 ``exp`` may be an ulp away)."""
+    return (
+        torch.exp(x.double()).to(x.dtype) if x.dtype == torch.float32 else torch.exp(x)
+    )
+
+
+def logf(x):
+    """C's float ``logf``, correctly rounded (torch's float32 ``log`` may be an ulp away)."""
+    return (
+        torch.log(x.double()).to(x.dtype) if x.dtype == torch.float32 else torch.log(x)
+    )
+
+
 class _GradientOf(torch.autograd.Function):
     """``value`` forward, ``source``'s gradient backward: MXNet's ``box_nms`` hands its output's
     gradient back unchanged where it re-encodes a box (corner <-> center)."""
@@ -175,8 +189,8 @@ def box_encode(samples, matches, anchors, refs, means, stds):
         (
             ((rx - ax) / aw - means[0]) / stds[0],
             ((ry - ay) / ah - means[1]) / stds[1],
-            (torch.log(rw / aw) - means[2]) / stds[2],
-            (torch.log(rh / ah) - means[3]) / stds[3],
+            (logf(rw / aw) - means[2]) / stds[2],
+            (logf(rh / ah) - means[3]) / stds[3],
         ),
         -1,
     )
@@ -205,5 +219,5 @@ def box_decode(
     if clip > 0:
         limit = torch.full_like(dw, as_float32(clip))
         dw, dh = torch.where(dw < limit, dw, limit), torch.where(dh < limit, dh, limit)
-    ow, oh = torch.exp(dw) * aw * 0.5, torch.exp(dh) * ah * 0.5
+    ow, oh = expf(dw) * aw * 0.5, expf(dh) * ah * 0.5
     return torch.stack((ox - ow, oy - oh, ox + ow, oy + oh), -1)
