@@ -442,3 +442,53 @@ def test_proposal_takes_one_image():
     module = mxcompat.to_torch((sym, {}, {}), {k: v.shape for k, v in feed.items()}, verify=False)
     with pytest.raises(ValueError, match="one image"):
         module(*[torch.from_numpy(v) for v in feed.values()])
+
+
+# --- refusals -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "op,attrs,named",
+    [
+        ("_contrib_box_nms", {"in_format": "middle"}, "in_format=middle"),
+        ("_contrib_box_non_maximum_suppression", {"out_format": "xywh"}, "out_format=xywh"),
+        ("_contrib_box_decode", {"format": "2"}, "format=2"),
+        ("_contrib_MultiBoxPrior", {"sizes": "(0.1, small)"}, "sizes="),
+        ("_contrib_MultiBoxDetection", {"variances": "(a, b)"}, "variances="),
+        ("_contrib_Proposal", {"scales": "(4, eight)"}, "scales="),
+    ],
+)
+def test_values_mxnet_does_not_define_are_refused_by_name(op, attrs, named):
+    # MXNet refuses these when it builds the symbol; a hand-edited symbol file still names
+    # them: the converter refuses the node, naming the attribute, instead of guessing.
+    from mxcompat.torch.expr import Var
+    from mxcompat.torch.nodes import EMITTERS, Node, Unsupported
+
+    node = Node(op, "det0", attrs, [Var("x%d" % i) for i in range(6)])
+    with pytest.raises(Unsupported) as raised:
+        EMITTERS[op](node)
+    assert raised.value.op == op and named in raised.value.detail
+
+
+def test_every_detection_operator_is_mapped():
+    from mxcompat.torch.nodes import EMITTERS
+
+    ops = [
+        "_contrib_box_nms",
+        "_contrib_box_non_maximum_suppression",
+        "_contrib_box_encode",
+        "_contrib_box_decode",
+        "_contrib_ROIAlign",
+        "ROIPooling",
+        "_npx_roi_pooling",
+        "_contrib_MultiBoxPrior",
+        "_npx_multibox_prior",
+        "_contrib_MultiBoxDetection",
+        "_npx_multibox_detection",
+        "_contrib_MultiBoxTarget",
+        "_npx_multibox_target",
+        "_contrib_Proposal",
+        "_contrib_MultiProposal",
+    ]
+    for op in ops:
+        assert EMITTERS[op].__module__ == "mxcompat.torch.detection", op
