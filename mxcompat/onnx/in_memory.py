@@ -4,13 +4,16 @@ converted in memory by MXNet's own exporter (in the scope ``mxnet_exporter`` set
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from .._core import facts
 from .._core.conversion import check_flag, fail, import_mxnet, infer_shapes
 from ..convert.model import model_graph
 from ..convert.shared import known_shapes, shape_list
+from .converters import own_converters, refusals
 from .mxnet_exporter import (
+    ConverterRefused,
     _converters,
     _exporting,
     _graph_class,
@@ -78,6 +81,27 @@ def _without_noop_reshape_like(symbol, shapes):
             node.pop("attrs", None)
             changed = True
     return mx.sym.load_json(json.dumps(graph)) if changed else symbol
+
+
+def _onnx_name(mx_name):
+    """The ONNX name of MXNet output ``mx_name``, as MXNet's exporter names it (1.9: an RNN's
+    states ``<node>1``/``<node>2``, output i of a node ``<node>i``; before: ``_output`` off)."""
+    for suffix, index in (("_state_output", "1"), ("_statecell_output", "2")):
+        if mx_name.endswith(suffix) and facts.since(facts.MX_ONNX_PACKAGE):
+            return mx_name[: -len(suffix)] + index
+    if mx_name.endswith("_output"):
+        return mx_name[: -len("_output")]
+    match = re.match(r"(.*)_output([0-9]+)$", mx_name)
+    if match and facts.since(facts.MX_ONNX_PACKAGE):
+        return match.group(1) + match.group(2)
+    return mx_name
+
+
+def _describe_refusals(refused):
+    shown = ["node %r (%s: %s)" % r for r in refused[:3]]
+    if len(refused) > 3:
+        shown.append("%d more" % (len(refused) - 3))
+    return "; ".join(shown)
 
 
 def _describe_missing(missing):
@@ -182,9 +206,16 @@ def to_onnx(
             % (mx.__version__, opset, "s" if len(missing) > 1 else "", _describe_missing(missing)),
             NotImplementedError,
         )
-    with _exporting(opset, raw_weights=True) as onnx:
-        graph = _graph_proto(graph_class, symbol, params, shapes, opset)
-    model_proto = _model(onnx, graph, opset)
+    own = own_converters(symbol, dict(zip(inputs, shapes)))
+    refused = refusals(symbol, own)
+    if refused:
+        raise _cannot_convert(refused, opset)
+    try:
+        with _exporting(opset, raw_weights=True, own=own) as onnx:
+            graph = _graph_proto(graph_class, symbol, params, shapes, opset)
+    except ConverterRefused as err:
+        raise _cannot_convert([err.args], opset) from None
+    model_proto = _model(onnx, graph, opset, [_onnx_name(n) for n in symbol.list_outputs()])
     if verify:
         from .verify import _verify  # onnxruntime's side: loaded when asked for
 
@@ -194,7 +225,16 @@ def to_onnx(
     return model_proto
 
 
-def _model(onnx, graph, opset):
+def _cannot_convert(refused, opset):
+    return fail(
+        "to_onnx",
+        "MXNet %s's ONNX exporter (opset %d) cannot convert %s"
+        % (import_mxnet().__version__, opset, _describe_refusals(refused)),
+        NotImplementedError,
+    )
+
+
+def _model(onnx, graph, opset, output_names):
     helper = onnx.helper
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="mxnet+mxcompat"
@@ -209,5 +249,17 @@ def _model(onnx, graph, opset):
     graph_inputs = [i for i in model.graph.input if i.name not in initializers]
     del model.graph.input[:]
     model.graph.input.extend(graph_inputs)
+    # MXNet's order of the outputs (1.9's exporter lists them in the order it converts their
+    # nodes: an LSTM's states before the logits after it).
+    outputs = {o.name: o for o in model.graph.output}
+    if sorted(outputs) == sorted(output_names) and len(outputs) == len(output_names):
+        ordered = [outputs[n] for n in output_names]
+        del model.graph.output[:]
+        model.graph.output.extend(ordered)
+    # Initializers no node reads (an RNN's flat parameters, which our converter splits).
+    read = {i for node in model.graph.node for i in node.input} | set(outputs)
+    unread = [t for t in model.graph.initializer if t.name not in read]
+    for tensor in unread:
+        model.graph.initializer.remove(tensor)
     onnx.checker.check_model(model)
     return model

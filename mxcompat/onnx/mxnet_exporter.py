@@ -42,13 +42,14 @@ def _import_onnxruntime():
 
 # --- the scope of an MXNet export ----------------------------------------------------------
 
-# .exports: (opset, raw_weights) of each export running on this thread, the innermost last.
+# .exports: (opset, raw_weights, own) of each export running on this thread, the innermost
+# last; own: ``converters.OwnConverters`` for a ``to_onnx`` export, else None.
 _thread = threading.local()
 
 
 def _export_here():
     exports = getattr(_thread, "exports", None)
-    return exports[-1] if exports else (None, False)
+    return exports[-1] if exports else (None, False, None)
 
 
 def _opset_here():
@@ -116,6 +117,30 @@ def _make_tensor(wrapped, instance, args, kwargs):
     return wrapped(*args, **kwargs)
 
 
+class ConverterRefused(Exception):
+    """A converter (MXNet's or ours) refused a node in a ``to_onnx`` export: node, op, reason."""
+
+    def __init__(self, node, reason):
+        super().__init__(node["name"], node["op"], reason)
+
+
+def _convert_layer(wrapped, instance, args, kwargs):
+    """In a ``to_onnx`` export: our converter where there is one (``converters``), and a
+    converter's refusal (MXNet's raise NotImplementedError or AttributeError partway) raised as
+    ``ConverterRefused`` with its node, which ``to_onnx`` words."""
+    own = _export_here()[2]
+    if own is None:
+        return wrapped(*args, **kwargs)
+    from .converters import Limit
+
+    node = args[0] if args else kwargs["node"]
+    try:
+        converted = own.convert(node, kwargs)
+        return wrapped(*args, **kwargs) if converted is None else converted
+    except (Limit, NotImplementedError, AttributeError) as err:
+        raise ConverterRefused(node, str(err).strip() or type(err).__name__) from None
+
+
 def _install(onnx):
     undo = []
     if not hasattr(onnx, "mapping"):
@@ -132,7 +157,20 @@ def _install(onnx):
         installed = wrapt.FunctionWrapper(original, wrapper)
         setattr(parent, attr, installed)
         undo.append(_restorer(parent, attr, original, installed))
+    graph_class = _graph_class()
+    original = graph_class.__dict__["convert_layer"]
+    installed = staticmethod(wrapt.FunctionWrapper(original.__func__, _convert_layer))
+    graph_class.convert_layer = installed
+    undo.append(_class_restorer(graph_class, "convert_layer", original, installed))
     return undo
+
+
+def _class_restorer(cls, attr, original, installed):
+    def restore():
+        if cls.__dict__.get(attr) is installed:
+            setattr(cls, attr, original)
+
+    return restore
 
 
 def _drop_mapping():
@@ -167,14 +205,15 @@ _exports = SharedScope(_install_for_exports)
 
 
 @contextlib.contextmanager
-def _exporting(opset, raw_weights=False):
+def _exporting(opset, raw_weights=False, own=None):
     """onnx as MXNet's exporter needs it (see the module docstring), for the duration;
-    ``raw_weights``: its large float weights written as raw bytes (``to_onnx``; MXNet's own
-    ``export_model`` writes what it always wrote)."""
+    ``raw_weights``: its large float weights written as raw bytes, ``own``: our converters
+    beside MXNet's (both ``to_onnx``'s; MXNet's own ``export_model`` writes what it always
+    wrote)."""
     onnx = _import_onnx()
     with _exports:
         exports = _thread.__dict__.setdefault("exports", [])
-        exports.append((opset, raw_weights))
+        exports.append((opset, raw_weights, own))
         try:
             yield onnx
         finally:

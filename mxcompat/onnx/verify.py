@@ -6,6 +6,7 @@ import sys
 
 from .._core.conversion import import_mxnet
 from ..convert.shared import no_subgraph_backend, worst_difference
+from .in_memory import _onnx_name
 from .mxnet_exporter import _import_onnxruntime
 
 
@@ -29,10 +30,6 @@ def _onnx_outputs(model, feed):
     )
     names = [o.name for o in session.get_outputs()]
     return names, session.run(None, feed)
-
-
-def _onnx_name(mx_name):
-    return mx_name[: -len("_output")] if mx_name.endswith("_output") else mx_name
 
 
 def _verify(model, symbol, params, inputs, shapes, rtol, atol):
@@ -60,33 +57,96 @@ def _verify(model, symbol, params, inputs, shapes, rtol, atol):
     if len(names) == 1 and len(mx_names) == 1:
         pairs = [(mx_names[0], expected[0], actual[0])]
     else:
+        # By name: MXNet's exporter may list them in another order (to_onnx puts them back).
         pairs = [
             (n, e, by_name.get(_onnx_name(n), by_name.get(n))) for n, e in zip(mx_names, expected)
         ]
+    unmatched = [n for n, _, a in pairs if a is None]
+    if unmatched:
+        raise AssertionError(
+            "mxcompat.to_onnx: the ONNX model has no output for MXNet's %s (its outputs: %s)"
+            % (", ".join(unmatched), ", ".join(names))
+        )
     failures = []
     for name, e, a in pairs:
-        if a is None:
-            failures.append((name, float("inf")))
-            continue
         worst, bad = worst_difference(e, a, rtol, atol)
         if bad:
             failures.append((name, worst))
     if failures:
+        where = _first_difference(model, symbol, params, feed, rtol, atol)
+        if where is None:
+            # Every operator's output, the model's own outputs among them, agrees with MXNet
+            # run without its oneDNN fused subgraphs: the fused kernels' rounding decided a
+            # near-tie (a ranking, a comparison, a suppression) the other way.
+            return
         raise AssertionError(
             "mxcompat.to_onnx: onnxruntime's output differs from MXNet's beyond "
             "atol=%g, rtol=%g: %s; %s"
-            % (
-                atol,
-                rtol,
-                ", ".join("%s: largest difference %.3g" % f for f in failures),
-                _first_difference(model, symbol, params, feed, rtol, atol),
-            )
+            % (atol, rtol, ", ".join("%s: largest difference %.3g" % f for f in failures), where)
         )
+
+
+# Operators whose output jumps where their inputs cross (comparisons, rankings, rounding): the
+# first node to differ being one, with inputs that agree, is a tie decided two ways.
+_DECISIONS = {
+    "broadcast_equal",
+    "broadcast_not_equal",
+    "broadcast_greater",
+    "broadcast_greater_equal",
+    "broadcast_lesser",
+    "broadcast_lesser_equal",
+    "_equal",
+    "_not_equal",
+    "_greater",
+    "_greater_equal",
+    "_lesser",
+    "_lesser_equal",
+    "_equal_scalar",
+    "_not_equal_scalar",
+    "_greater_scalar",
+    "_greater_equal_scalar",
+    "_lesser_scalar",
+    "_lesser_equal_scalar",
+    "topk",
+    "argmax",
+    "argmin",
+    "argsort",
+    "sort",
+    "round",
+    "rint",
+    "floor",
+    "ceil",
+    "fix",
+    "_contrib_box_nms",
+}
+
+
+def _inputs_compared(node_name, nodes, internals, mx_names, compared):
+    """Whether every input of node ``node_name`` is a variable or an output compared before."""
+    entries = {}  # (node index, output index) -> internals' output name
+    position = -1
+    last = None
+    count = 0
+    for i, out in enumerate(mx_names):
+        name = internals[i].name
+        if name != last:
+            position, last, count = position + 1, name, 0
+        entries[position, count] = out
+        count += 1
+    for node in nodes:
+        if node["name"] != node_name:
+            continue
+        for src, index in (e[:2] for e in node["inputs"]):
+            if nodes[src]["op"] != "null" and entries.get((src, index)) not in compared:
+                return False
+        return True
+    return False
 
 
 def _first_difference(model, symbol, params, feed, rtol, atol):
     """Which node's output first differs, in MXNet's order, comparing every intermediate
-    output MXNet and the ONNX graph both name."""
+    output MXNet (without oneDNN's fused subgraphs) and the ONNX graph both name; None when
+    they all agree and the model's outputs were among them."""
     onnx = sys.modules["onnx"]
     internals = symbol.get_internals()
     mx_names = internals.list_outputs()
@@ -113,14 +173,25 @@ def _first_difference(model, symbol, params, feed, rtol, atol):
     except Exception as err:
         return "the intermediate outputs could not be compared (%s: %s)" % (type(err).__name__, err)
     got = dict(zip(names, actual))
-    ops = {n["name"]: n["op"] for n in json.loads(symbol.tojson())["nodes"]}
+    nodes = json.loads(symbol.tojson())["nodes"]
+    ops = {n["name"]: n["op"] for n in nodes}
     for name in wanted:
         worst, bad = worst_difference(expected[name], got[_onnx_name(name)], rtol, atol)
         if bad:
-            node = _onnx_name(name)
-            return "the first node that differs is %r (%s), largest difference %.3g" % (
+            node = internals[mx_names.index(name)].name
+            op = ops.get(node, "?")
+            found = "the first node that differs is %r (%s), largest difference %.3g" % (
                 node,
-                ops.get(node, "?"),
+                op,
                 worst,
             )
+            if op in _DECISIONS and _inputs_compared(node, nodes, internals, mx_names, wanted):
+                found += (
+                    ": a comparison, ranking or rounding of inputs that agree within the "
+                    "tolerance, so values within rounding of each other (ties, as a randomly "
+                    "initialised network's saturated outputs have) were decided two ways"
+                )
+            return found
+    if set(symbol.list_outputs()) <= set(wanted):
+        return None
     return "no intermediate output differs"
