@@ -21,6 +21,14 @@ def _dtype(n: Node, default: str = "float32", allowed: tuple[str, ...] = _INDEX_
     return Var("torch.%s" % dtype)
 
 
+_FLOAT32 = Var("torch.float32")
+
+
+def _changed(**pairs: tuple[Any, Any]) -> dict[str, Any]:
+    """The keyword arguments whose value (``name=(value, default)``) is not the default."""
+    return {k: value for k, (value, default) in pairs.items() if value != default}
+
+
 def _axis(n: Node, default: Any = -1) -> Any:
     # MXNet writes an axis of None as "None" (the flattened array).
     if "axis" not in n.attrs:
@@ -43,7 +51,8 @@ def _size_array(n: Node) -> Emitted:
 
 @_emits("slice_like")
 def _slice_like(n: Node) -> Emitted:
-    return call("mxops.slice_like", n.args[0], n.args[1], n.tuple("axes")), 1
+    options = _changed(axes=(n.tuple("axes"), ()))
+    return call("mxops.slice_like", n.args[0], n.args[1], **options), 1
 
 
 @_emits("reverse", "flip")
@@ -93,14 +102,18 @@ def _pick(n: Node) -> Emitted:
     mode = n.str("mode", "clip")
     if mode not in ("clip", "wrap"):
         n.refuse("mode=%s (clip, wrap)" % mode)
-    return call("mxops.pick", n.args[0], n.args[1], axis, n.bool("keepdims"), mode), 1
+    options = _changed(axis=(axis, -1), keepdims=(n.bool("keepdims"), False), mode=(mode, "clip"))
+    return call("mxops.pick", n.args[0], n.args[1], **options), 1
 
 
 @_emits("one_hot")
 def _one_hot(n: Node) -> Emitted:
-    on, off = n.float("on_value", 1.0), n.float("off_value", 0.0)
-    dtype = _dtype(n, allowed=(*_INDEX_TYPES, "int8"))
-    return call("mxops.one_hot", n.args[0], n.int("depth"), on, off, dtype), 1
+    options = _changed(
+        on_value=(n.float("on_value", 1.0), 1.0),
+        off_value=(n.float("off_value", 0.0), 0.0),
+        dtype=(_dtype(n, allowed=(*_INDEX_TYPES, "int8")), _FLOAT32),
+    )
+    return call("mxops.one_hot", n.args[0], n.int("depth"), **options), 1
 
 
 # --- sorting --------------------------------------------------------------------------------
@@ -111,22 +124,31 @@ def _topk(n: Node) -> Emitted:
     ret = n.str("ret_typ", "indices")
     if ret not in ("value", "indices", "mask", "both"):
         n.refuse("ret_typ=%s" % ret)
-    options: dict[str, Any] = {"is_ascend": True} if n.bool("is_ascend") else {}
-    if ret in ("indices", "both"):
-        options["dtype"] = _dtype(n)
-    expr = call("mxops.topk", n.args[0], _axis(n), n.int("k", 1), ret, **options)
-    return expr, 2 if ret == "both" else 1
+    dtype = _dtype(n) if ret in ("indices", "both") else _FLOAT32
+    options = _changed(
+        axis=(_axis(n), -1),
+        k=(n.int("k", 1), 1),
+        ret_typ=(ret, "indices"),
+        is_ascend=(n.bool("is_ascend"), False),
+        dtype=(dtype, _FLOAT32),
+    )
+    return call("mxops.topk", n.args[0], **options), 2 if ret == "both" else 1
 
 
 @_emits("sort")
 def _sort(n: Node) -> Emitted:
-    return call("mxops.sort", n.args[0], _axis(n), n.bool("is_ascend", True)), 1
+    options = _changed(axis=(_axis(n), -1), is_ascend=(n.bool("is_ascend", True), True))
+    return call("mxops.sort", n.args[0], **options), 1
 
 
 @_emits("argsort")
 def _argsort(n: Node) -> Emitted:
-    axis, ascending = _axis(n), n.bool("is_ascend", True)
-    return call("mxops.argsort", n.args[0], axis, ascending, _dtype(n)), 1
+    options = _changed(
+        axis=(_axis(n), -1),
+        is_ascend=(n.bool("is_ascend", True), True),
+        dtype=(_dtype(n), _FLOAT32),
+    )
+    return call("mxops.argsort", n.args[0], **options), 1
 
 
 # --- resizing -------------------------------------------------------------------------------
@@ -171,8 +193,9 @@ def _bilinear_resize(n: Node) -> Emitted:
         options["mode"] = mode
     if not n.bool("align_corners", True):
         options["align_corners"] = False
-    like = n.args[1] if mode == "like" else Var("None")
-    return call("mxops.bilinear_resize2d", n.args[0], like, **options), 1
+    if mode == "like":
+        options["like"] = n.args[1]
+    return call("mxops.bilinear_resize2d", n.args[0], **options), 1
 
 
 @_emits("UpSampling")

@@ -222,3 +222,28 @@ def test_sort(axis, is_ascend):
 def test_argsort(axis, is_ascend, dtype):
     sym = mx.sym.argsort(A, axis=axis, is_ascend=is_ascend, dtype=dtype)
     run_both(sym, {"a": _TIES}, exact=True)
+
+
+# --- together ---------------------------------------------------------------------------------
+
+
+def test_a_graph_of_them_reads_with_keywords_and_traces_with_fx():
+    import torch
+
+    x = mx.sym.contrib.BilinearResize2D(A, B, mode="like")
+    x = mx.sym.contrib.AdaptiveAvgPooling2D(x, output_size=2)
+    v, i = mx.sym.topk(mx.sym.flatten(x), k=3, ret_typ="both")
+    first = mx.sym.reshape(mx.sym.slice_axis(i, axis=1, begin=0, end=1), shape=(-1,))
+    y = mx.sym.broadcast_mul(v % 0.3, mx.sym.pick(v, first, axis=1, keepdims=True))
+    sym = mx.sym.Group([y, mx.sym.shape_array(x), mx.sym.one_hot(i, depth=8)])
+    module = mxcompat.to_torch((sym, {}, {}), {"a": (2, 3, 6, 7), "b": (1, 1, 9, 5)})
+    for line in (
+        'mxops.bilinear_resize2d(a, mode="like", like=b)',
+        'mxops.topk(flatten0, k=3, ret_typ="both")',
+        "mxops.pick(topk[0], reshape, axis=1, keepdims=True)",
+        "mxops.one_hot(topk[1], 8)",
+    ):
+        assert line in module.code, line
+    traced = torch.fx.symbolic_trace(module)
+    a, b = torch.randn(2, 3, 6, 7), torch.randn(1, 1, 9, 5)
+    assert all(torch.equal(p, q) for p, q in zip(traced(a, b), module(a, b)))
