@@ -47,6 +47,13 @@ def test_slice_like(axes):
     run_both(sym, {"a": data(4, 5, 6), "b": data(2, 3, 4, seed=4)})
 
 
+@pytest.mark.parametrize("axes", [(2, 3), (-3, 3)])
+def test_slice_like_a_shape_of_other_rank(axes):
+    # YOLOv3's offsets (1, 1, 128, 128, 2) sliced like its (batch, channels, h, w) output.
+    sym = mx.sym.slice_like(A, B, axes=axes)
+    run_both(sym, {"a": data(1, 1, 8, 9, 2), "b": data(2, 3, 4, 5, seed=4)})
+
+
 @pytest.mark.parametrize("axis", [0, (0, 2), (1,), (2, 1, 0)])
 @pytest.mark.parametrize("op", ["reverse", "flip"])
 def test_reverse(axis, op):

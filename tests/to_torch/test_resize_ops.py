@@ -43,6 +43,12 @@ def test_adaptive_avg_pooling(output_size):
     assert "mxops.adaptive_avg_pool2d" in module.code
 
 
+def test_adaptive_avg_pooling_refuses_a_size_below_1():
+    sym = ADAPTIVE(A, output_size=(0, 2))
+    with pytest.raises(NotImplementedError, match="AdaptiveAvgPooling2D.*output_size=\\(0, 2\\)"):
+        mxcompat.to_torch((sym, {}, {}), {"a": (1, 1, 4, 4)})
+
+
 def test_adaptive_avg_pooling_bins_in_float32_where_they_are_not_pytorchs():
     import torch
     import torch.nn.functional as F
