@@ -3,8 +3,8 @@
 MXNet 1.9.1's converters refuse or get wrong operators ONNX expresses exactly:
 ``_contrib_AdaptiveAvgPooling2D`` with an output size above 1 (PSPNet's pyramid) raises, and the
 fused ``RNN`` converter handles one or two layers, bidirectional only for one LSTM layer, and for
-two LSTM layers reads the second layer's weights at the first layer's input size (wrong unless
-the embedding is as wide as the state).  Ours are used on the exporting thread of a ``to_onnx``
+two LSTM layers takes the first layer's input weights as wide as the state (onnxruntime refuses
+the model unless the embedding is as wide as the state).  Ours are used on the exporting thread of a ``to_onnx``
 export (``mxnet_exporter.wrap_convert_layer``); MXNet's own ``export_model`` keeps MXNet's.
 Each converter gets the node (MXNet's JSON), the shapes of the graph's entries (the input size is
 static) and the exporter's keyword arguments, and returns the ONNX nodes as MXNet's converters
