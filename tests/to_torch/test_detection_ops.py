@@ -204,7 +204,7 @@ def test_box_encode():
         "stds": np.array([0.1, 0.1, 0.2, 0.2], np.float32),
     }
     sym = mx.sym.contrib.box_encode(*[mx.sym.var(k) for k in feed])
-    _compare(mx.sym.Group(list(sym)), feed, ulps=2)
+    _compare(mx.sym.Group(list(sym)), feed, ulps=0)
 
 
 # --- ROIAlign / ROIPooling ------------------------------------------------------------------------
@@ -344,6 +344,7 @@ DETECTION_CASES = [
 def test_multibox_detection(params):
     feed = _detection_inputs(2, 4, 48, seed=len(params))
     sym = mx.sym.contrib.MultiBoxDetection(*[mx.sym.var(k) for k in feed], **params)
+    # a box edge here may be an ulp or two from MXNet's (its float expf)
     _, (want,) = _compare(sym, feed, ulps=2)
     if params.get("threshold") != 0.99:
         assert (want[..., 0] >= 0).any()

@@ -164,6 +164,13 @@ def box_nms(
     return out.reshape(shape)
 
 
+def _in_double(fn, *args):
+    """``fn`` of float32 values computed in float64, as C's unqualified ``log`` computes."""
+    if args[0].dtype != torch.float32:
+        return fn(*args)
+    return fn(*(a.double() for a in args)).float()
+
+
 def box_encode(samples, matches, anchors, refs, means, stds):
     """MXNet's ``box_encode``: (targets, masks), each (b, n, 4).  The target of anchor
     (corner box) ``i`` is its matched reference's center offset over the anchor's size and
@@ -189,8 +196,12 @@ def box_encode(samples, matches, anchors, refs, means, stds):
         (
             ((rx - ax) / aw - means[0]) / stds[0],
             ((ry - ay) / ah - means[1]) / stds[1],
-            (logf(rw / aw) - means[2]) / stds[2],
-            (logf(rh / ah) - means[3]) / stds[3],
+            _in_double(
+                lambda r, m, s: (torch.log(r) - m) / s, rw / aw, means[2], stds[2]
+            ),
+            _in_double(
+                lambda r, m, s: (torch.log(r) - m) / s, rh / ah, means[3], stds[3]
+            ),
         ),
         -1,
     )
