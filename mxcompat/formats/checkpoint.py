@@ -69,16 +69,29 @@ def read_params(path):
 # --- the symbol JSON ---------------------------------------------------------------------
 
 
-def _entry(value, n_nodes, where, what):
-    """A node entry ``[node, output, version]`` (files before nnvm's versions have 2 items)."""
+def _entry(value, n_nodes, where, what, total=None):
+    """A node entry ``[node, output, version]`` (files before nnvm's versions have 2 items)
+    naming one of the first ``n_nodes`` nodes (of ``total``: a later one is named as such)."""
     if (
         not isinstance(value, list)
         or len(value) not in (2, 3)
         or not all(type(v) is int for v in value)
-        or not 0 <= value[0] < n_nodes
+        or value[0] < 0
         or value[1] < 0
     ):
         raise _error(where, None, "%s as [node, output(, version)] of a node" % what, repr(value))
+    if value[0] >= n_nodes:
+        if total is not None and value[0] < total:
+            # MXNet writes each node after its inputs: a later one is a forward reference,
+            # and the node itself or one after it that leads back to it a cycle.
+            raise _error(
+                where,
+                None,
+                "%s naming a node before it (MXNet writes each node after its inputs)" % what,
+                "node %d, %s (a cycle or a forward reference)"
+                % (value[0], "itself" if value[0] == n_nodes else "after it"),
+            )
+        raise _error(where, None, "%s naming one of the %d nodes" % (what, total or n_nodes), value)
     return [value[0], value[1], value[2] if len(value) == 3 else 0]
 
 
@@ -109,7 +122,7 @@ def normalise_symbol(graph, where="the symbol JSON"):
         if not isinstance(inputs, list):
             raise _error(where, None, "%s's inputs as a list" % what)
         # Inputs come before their node: a graph in topological order, as MXNet writes it.
-        inputs = [_entry(e, i, where, "%s's input" % what) for e in inputs]
+        inputs = [_entry(e, i, where, "%s's input" % what, len(graph["nodes"])) for e in inputs]
         if node["op"] == "null" and inputs:
             raise _error(where, None, "%s (a variable) without inputs" % what)
         out = {k: v for k, v in node.items() if k not in ("attr", "attrs", "param")}
@@ -142,6 +155,32 @@ def normalise_symbol(graph, where="the symbol JSON"):
     return result
 
 
+def check_outputs(graph, where, variables=True):
+    """Every input and head of ``graph`` (normalised) names an output its node has: what
+    "node_row_ptr" counts for each node when the file has it, and with ``variables`` a
+    variable's one output."""
+    nodes = graph["nodes"]
+    ptr = graph.get("node_row_ptr")
+    if ptr is not None and (ptr[0] != 0 or any(b < a for a, b in zip(ptr, ptr[1:]))):
+        raise _error(where, None, '"node_row_ptr" counting up from 0', ptr[:8])
+    entries = [(e, "node %d's input" % i) for i, n in enumerate(nodes) for e in n["inputs"]]
+    entries += [(h, "a head") for h in graph["heads"]]
+    for (node, out, _), what in entries:
+        if ptr is not None:
+            outputs = ptr[node + 1] - ptr[node]
+        elif variables and nodes[node]["op"] == "null":
+            outputs = 1
+        else:
+            continue  # an operator's outputs are counted by node_row_ptr alone
+        if out >= outputs:
+            raise _error(
+                where,
+                None,
+                "%s naming one of the %d outputs of node %d" % (what, outputs, node),
+                out,
+            )
+
+
 def symbol_version(graph):
     """The release that wrote ``graph`` (normalised) as MXNet's number (10901 for 1.9.1),
     or None for files older than the number."""
@@ -169,6 +208,7 @@ def read_symbol(path):
     except RecursionError:
         raise _error(path, None, "JSON nested as MXNet writes it") from None
     graph = normalise_symbol(graph, path)
+    check_outputs(graph, path)
     # As MXNet 1.9.1 loads it: older files upgraded (legacy_symbol).
     return upgrade(graph, symbol_version(graph), path)
 

@@ -129,9 +129,19 @@ def read_ndarray(data, offset, where):
     if flag not in DTYPES:
         raise _error(where, at, "a type flag MXNet defines (0 to 12)", flag)
     dtype = np.dtype(DTYPES[flag])
-    size = 1
+    size = nonzero = 1
     for d in shape:
         size *= d
+        nonzero *= max(d, 1)
+    # An empty array's other dimensions still make its shape: NumPy holds none whose
+    # product (zeros left out) passes its index type, MXNet's C++ allocates nothing.
+    if nonzero * max(dtype.itemsize, 1) > np.iinfo(np.intp).max:
+        raise _error(
+            where,
+            start,
+            "an array shape NumPy can hold (its non-zero dimensions' product in bytes below 2**63)",
+            shape,
+        )
     begin = r.take(size * dtype.itemsize, "the array's data")
     if not size:
         return np.zeros(shape, "f4" if flag == BFLOAT16 else dtype.newbyteorder("=")), r.offset

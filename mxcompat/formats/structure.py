@@ -22,7 +22,7 @@ import struct
 
 import numpy as np
 
-from .checkpoint import normalise_symbol
+from .checkpoint import check_outputs, normalise_symbol
 from .ndarray_file import DEVICES, DTYPES, LIST_MAGIC, V1_MAGIC, V2_MAGIC, V3_MAGIC, _error
 
 # mshadow's type flags and their sizes in bytes (bfloat16 is 2).
@@ -212,23 +212,9 @@ def check_raw_ndarray(data, where="a pickled NDArray"):
 
 
 def _check_graph(graph, where):
-    result = normalise_symbol(graph, where)
-    nodes = result["nodes"]
-    ptr = result.get("node_row_ptr")
-    if ptr is not None:
-        if ptr[0] != 0 or any(b < a for a, b in zip(ptr, ptr[1:])):
-            raise _error(where, None, '"node_row_ptr" counting up from 0', ptr[:8])
-        entries = [(e, "node %d's input" % i) for i, n in enumerate(nodes) for e in n["inputs"]]
-        entries += [(h, "a head") for h in result["heads"]]
-        for (node, out, _), what in entries:
-            outputs = ptr[node + 1] - ptr[node]
-            if out >= outputs:
-                raise _error(
-                    where,
-                    None,
-                    "%s naming one of the %d outputs of node %d" % (what, outputs, node),
-                    out,
-                )
+    # Each output index within what node_row_ptr counts (a variable's beyond its one output
+    # is left to MXNet's own checks here: no size follows from it).
+    check_outputs(normalise_symbol(graph, where), where, variables=False)
     for i, node in enumerate(graph["nodes"]):
         subgraphs = node.get("subgraphs", [])
         if not isinstance(subgraphs, list):
