@@ -91,7 +91,9 @@ def _entry(value, n_nodes, where, what, total=None):
                 "node %d, %s (a cycle or a forward reference)"
                 % (value[0], "itself" if value[0] == n_nodes else "after it"),
             )
-        raise _error(where, None, "%s naming one of the %d nodes" % (what, total or n_nodes), value)
+        raise _error(
+            where, None, "%s as [node, output(, version)] of one of its nodes" % what, value
+        )
     return [value[0], value[1], value[2] if len(value) == 3 else 0]
 
 
