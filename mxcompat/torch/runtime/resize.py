@@ -3,6 +3,7 @@
 taken from the first input row) and ``UpSampling`` (nearest with several inputs, bilinear as
 a grouped deconvolution)."""
 
+import functools
 import math
 import struct
 
@@ -15,6 +16,7 @@ def _f32(value):
     return struct.unpack("f", struct.pack("f", value))[0]
 
 
+@functools.lru_cache(maxsize=256)
 def _mxnet_bins(size, out):
     # [(start, end)] of each output position: floor(i * size / out), ceil((i + 1) * size
     # / out), the products and the quotients in float32 as MXNet computes them.
@@ -27,6 +29,7 @@ def _mxnet_bins(size, out):
     ]
 
 
+@functools.lru_cache(maxsize=256)
 def _torch_bins(size, out):
     return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
 
