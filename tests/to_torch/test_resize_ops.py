@@ -161,3 +161,14 @@ def test_upsampling_bilinear_is_mxnets_deconvolution(scale):
     feed = {"a": data(2, 3, 4, 5), "w": data(3, 1, k, k, seed=6)}
     module = run_both(sym, feed, rtol=1e-4)
     assert "mxops.upsampling_bilinear" in module.code
+
+
+def test_adaptive_avg_pooling_in_float16_sums_in_float16_as_mxnet():
+    sym = ADAPTIVE(mx.sym.Cast(A, "float16"), output_size=(2, 3))
+    run_both(sym, {"a": data(2, 3, 7, 9)}, exact=True, grad=False)
+    run_both(sym, {"a": data(2, 3, 7, 9)}, rtol=2e-3)
+
+
+def test_bilinear_resize_in_float16():
+    sym = _resize(mx.sym.Cast(A, "float16"), height=9, width=4)
+    run_both(sym, {"a": data(1, 2, 5, 7)}, rtol=2e-3)

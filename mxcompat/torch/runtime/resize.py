@@ -42,14 +42,37 @@ def _bin_matrix(bins, size, like):
     return m
 
 
+def _half_average(x, bins_h, bins_w):
+    # MXNet sums a float16 window in float16, row by row, then divides by its width and
+    # its height: each step rounded to float16, as here.
+    def offsets(bins):
+        start = torch.tensor([b[0] for b in bins], device=x.device)
+        size = torch.tensor([b[1] - b[0] for b in bins], device=x.device)
+        return start, size
+
+    start_h, k_h = offsets(bins_h)
+    start_w, k_w = offsets(bins_w)
+    total = x.new_zeros(x.shape[:2] + (len(bins_h), len(bins_w)))
+    for dh in range(int(k_h.max())):
+        rows = x.index_select(2, (start_h + dh).clamp(max=x.shape[2] - 1))
+        for dw in range(int(k_w.max())):
+            value = rows.index_select(3, (start_w + dw).clamp(max=x.shape[3] - 1))
+            inside = (dh < k_h).unsqueeze(1) & (dw < k_w)
+            total = torch.where(inside, total + value, total)
+    return total / k_w.to(x.dtype) / k_h.to(x.dtype).unsqueeze(1)
+
+
 def adaptive_avg_pool2d(x, output_size):
     """MXNet's ``AdaptiveAvgPooling2D``: output position i averages input rows
     floor(i * H / h) .. ceil((i + 1) * H / h), computed in float32.  These are
     ``F.adaptive_avg_pool2d``'s bins except where the products pass float32's integers
-    (2**24); there the average is taken over MXNet's bins."""
+    (2**24); there the average is taken over MXNet's bins.  A float16 window is summed in
+    float16, as MXNet sums it."""
     out_h, out_w = output_size
     size_h, size_w = x.shape[2], x.shape[3]
     bins_h, bins_w = _mxnet_bins(size_h, out_h), _mxnet_bins(size_w, out_w)
+    if x.dtype == torch.float16:
+        return _half_average(x, bins_h, bins_w)
     if bins_h == _torch_bins(size_h, out_h) and bins_w == _torch_bins(size_w, out_w):
         return F.adaptive_avg_pool2d(x, (out_h, out_w))
     rows = _bin_matrix(bins_h, size_h, x)
