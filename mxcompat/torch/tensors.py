@@ -307,7 +307,9 @@ def _dot(n: Node) -> tuple[Expr, int]:
 def _split(n: Node) -> tuple[Expr, int]:
     count = n.int("num_outputs")
     x, axis, squeeze = n.args[0], n.int("axis", 1), n.bool("squeeze_axis")
-    return call("mxops.split", x, count, axis, squeeze), count
+    parts = call("mxops.split", x, count, axis, squeeze)
+    # One part is the node's one output, not a list of one (Faster R-CNN's heads split so).
+    return (Index(parts, "0") if count == 1 else parts), count
 
 
 @_emits("slice_axis")

@@ -504,3 +504,11 @@ def test_every_detection_operator_is_mapped():
     ]
     for op in ops:
         assert EMITTERS[op].__module__ == "mxcompat.torch.detection", op
+
+
+@pytest.mark.parametrize("squeeze", [False, True])
+def test_split_into_one_part_is_one_array(squeeze):
+    # GluonCV's Faster R-CNN splits its per-class boxes with num_outputs=1 before box_decode.
+    x = np.random.RandomState(0).uniform(-1, 1, (1, 3, 4)).astype(np.float32)
+    part = mx.sym.split(mx.sym.var("data"), num_outputs=1, axis=0, squeeze_axis=squeeze)
+    _compare(part * 2, {"data": x})
