@@ -10,7 +10,21 @@ Gluon ``Parameter`` internals that place arrays without copying them).  The patc
 ``mxcompat/patches/convert.py``.
 """
 
-from .gluon_to_module import to_module
-from .module_to_gluon import to_gluon
+# Loaded at first use (module __getattr__): ``convert.shared``, which the torch converter's
+# verification imports in another Python with MXNet and NumPy alone, needs neither of these
+# (they reach the patches' registry and wrapt).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .gluon_to_module import to_module as to_module
+    from .module_to_gluon import to_gluon as to_gluon
 
 __all__ = ["to_gluon", "to_module"]
+_PUBLIC = {"to_gluon": "module_to_gluon", "to_module": "gluon_to_module"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _PUBLIC:
+        from importlib import import_module
+
+        return getattr(import_module(__name__ + "." + _PUBLIC[name]), name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

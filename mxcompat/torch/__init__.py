@@ -17,7 +17,21 @@ copied beside model.py as ``mxnet_optim.py``), ``optim_state`` (the optimizer's 
 from a Trainer, a Module or a states file: ``mxcompat.formats`` reads the files), ``export``
 (the files ``mxcompat torch`` writes)."""
 
-from .convert import to_torch
-from .optim import to_torch_optimizer
+# Loaded at first use (module __getattr__): ``python -m mxcompat.torch.mxnet_side``, MXNet's
+# side of a verification in another Python, imports this package and must not need more than
+# MXNet and NumPy there (the converter's imports reach wrapt).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .convert import to_torch as to_torch
+    from .optim import to_torch_optimizer as to_torch_optimizer
 
 __all__ = ["to_torch", "to_torch_optimizer"]
+_PUBLIC = {"to_torch": "convert", "to_torch_optimizer": "optim"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _PUBLIC:
+        from importlib import import_module
+
+        return getattr(import_module(__name__ + "." + _PUBLIC[name]), name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

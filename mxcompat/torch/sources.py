@@ -137,7 +137,9 @@ class CheckpointSource(Source):
         if verify_with is not None:
             from .mxnet_side import outputs_elsewhere
 
-            expected = outputs_elsewhere(verify_with, ckpt.symbol_file, ckpt.params_file, feed)
+            expected = outputs_elsewhere(
+                verify_with, ckpt.symbol_file, ckpt.params_file, feed, types
+            )
         elif mxnet_importable():
             symbol = import_mxnet().sym.load(ckpt.symbol_file)
             expected = verify.mxnet_outputs(symbol, self.params, feed, types)

@@ -1,112 +1,27 @@
-"""Checkpoints as MXNet 0.8-0.12 wrote them, read as MXNet 1.9.1 reads them: the symbol file's
-nodes with "param" (the operator's settings) and "attr" (the user's: ctx_group, lr_mult,
-wd_mult, ARG_lr_mult), without BatchNorm's moving mean and variance (stored in the .params
-file, not the graph, before 0.9), the arrays in NDArray's oldest layout (32-bit dimensions, no
-magic number).  The files are written here in that form (the form of MXNet's own
-tests/python/unittest/save_000800.json); MXNet 1.9.1's ``mx.sym.load`` and ``mx.nd.load`` are
+"""Checkpoints as MXNet 0.8-0.12 wrote them (tests/support/legacy_checkpoint.py), read as
+MXNet 1.9.1 reads them: MXNet 1.9.1's ``mx.sym.load`` and ``mx.nd.load`` are
 the reference: the same graph and attributes from mxcompat's reader, the same outputs from
 the converted module, and the same model.py with MXNet blocked."""
 
 import json
 import os
-import struct
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from tests.support import legacy_checkpoint
+from tests.support.legacy_checkpoint import INPUT, net_0800, op, var
 from tests.support.repo import ROOT
 
 mx = pytest.importorskip("mxnet", reason="MXNet 1.9.1's loader is the reference")
 
 
-def _var(name, attr=None):
-    return {"op": "null", "param": {}, "name": name, "inputs": [], "backward_source_id": -1,
-            "attr": attr or {}}  # fmt: skip
-
-
-def _op(op, name, inputs, param, attr=None):
-    return {"op": op, "param": param, "name": name, "inputs": [[i, 0] for i in inputs],
-            "backward_source_id": -1, "attr": attr or {}}  # fmt: skip
-
-
-def net_0800():
-    """A small convolutional network in 0.8's form: two BatchNorms (one with fix_gamma
-    False and its own eps, one with the defaults), the hidden keys in each of their forms."""
-    nodes = [
-        _var("data", {"ctx_group": "stage1", "lr_mult": "0.2"}),
-        _var("conv_weight", {"ctx_group": "stage1", "wd_mult": "0.3", "weight_lr_mult": "1.2"}),
-        _var("conv_bias", {"ctx_group": "stage1"}),
-        _op("Convolution", "conv", [0, 1, 2],
-            {"kernel": "(3, 3)", "pad": "(1, 1)", "num_filter": "4", "no_bias": "False"},
-            {"ctx_group": "stage1", "weight_lr_mult": "1.2", "bias_wd_mult": "0"}),
-        _var("bn1_gamma"),
-        _var("bn1_beta"),
-        _op("BatchNorm", "bn1", [3, 4, 5],
-            {"eps": "0.002", "fix_gamma": "False", "momentum": "0.8"}, {"ctx_group": "stage2"}),
-        _op("Activation", "relu1", [6], {"act_type": "relu"}),
-        _op("Pooling", "pool", [7], {"kernel": "(2, 2)", "stride": "(2, 2)", "pool_type": "max"}),
-        _var("bn2_gamma"),
-        _var("bn2_beta"),
-        _op("BatchNorm", "bn2", [8, 9, 10], {}),
-        _op("Flatten", "flat", [11], {}),
-        _var("fc1_weight", {"wd_mult": "0.5"}),
-        _var("fc1_bias"),
-        _op("FullyConnected", "fc1", [12, 13, 14], {"num_hidden": "10", "no_bias": "False"},
-            {"weight_wd_mult": "0.1"}),
-        _op("Activation", "tanh1", [15], {"act_type": "tanh"}),
-        _var("fc2_weight"),
-        _var("fc2_bias"),
-        _op("FullyConnected", "fc2", [16, 17, 18], {"num_hidden": "3"}),
-        _var("softmax_label"),
-        _op("SoftmaxOutput", "softmax", [19, 20], {"grad_scale": "1"}),
-    ]  # fmt: skip
-    args = [i for i, n in enumerate(nodes) if n["op"] == "null"]
-    return {"nodes": nodes, "arg_nodes": args, "heads": [[len(nodes) - 1, 0]]}
-
-
-SHAPES = {
-    "conv_weight": (4, 1, 3, 3),
-    "conv_bias": (4,),
-    "bn1_gamma": (4,),
-    "bn1_beta": (4,),
-    "bn2_gamma": (4,),
-    "bn2_beta": (4,),
-    "fc1_weight": (10, 256),
-    "fc1_bias": (10,),
-    "fc2_weight": (3, 10),
-    "fc2_bias": (3,),
-}
-AUX = ["bn1_moving_mean", "bn1_moving_var", "bn2_moving_mean", "bn2_moving_var"]
-INPUT = (2, 1, 16, 16)
-
-
-def legacy_params(path, arrays):
-    """``mx.nd.save``'s list with each array in NDArray's oldest layout (what 0.8 wrote)."""
-    out = [struct.pack("<QQQ", 0x112, 0, len(arrays))]
-    for value in arrays.values():
-        value = np.ascontiguousarray(value, np.float32)
-        out.append(struct.pack("<I%dI" % value.ndim, value.ndim, *value.shape))
-        out.append(struct.pack("<iii", 1, 0, 0) + value.tobytes())
-    out.append(struct.pack("<Q", len(arrays)))
-    for name in arrays:
-        out.append(struct.pack("<Q", len(name.encode())) + name.encode())
-    with open(path, "wb") as f:
-        f.write(b"".join(out))
-
-
 @pytest.fixture
 def old_checkpoint(tmp_path):
-    rng = np.random.RandomState(3)
     prefix = str(tmp_path / "legacy")
-    with open(prefix + "-symbol.json", "w") as f:
-        json.dump(net_0800(), f, indent=2)
-    arrays = {"arg:" + n: rng.uniform(-0.5, 0.5, s) for n, s in SHAPES.items()}
-    for name in AUX:
-        low = 0.5 if name.endswith("var") else -0.3
-        arrays["aux:" + name] = rng.uniform(low, low + 1.0, (4,))
-    legacy_params(prefix + "-0007.params", arrays)
+    legacy_checkpoint.write(prefix, 7)
     return prefix
 
 
@@ -146,7 +61,7 @@ def test_argmax_and_hidden_keys(tmp_path, param, attr):
     from mxcompat.formats.checkpoint import read_symbol
 
     graph = {
-        "nodes": [_var("data", {"mirror_stage": "1"}), _op("argmax", "am", [0], param, attr)],
+        "nodes": [var("data", {"mirror_stage": "1"}), op("argmax", "am", [0], param, attr)],
         "arg_nodes": [0],
         "heads": [[1, 0]],
     }
