@@ -82,8 +82,16 @@ def test_batchnorm_fix_gamma_ignores_the_stored_gamma():
     args, aux = _random_params(sym, {"data": x.shape})
     args["bn_gamma"] = mx.nd.array([5.0, -2.0, 3.0])
     (want,), _, _ = _mx_forward(sym, args, aux, {"data": x})
-    got = _run(_torch(sym, args, aux, {"data": x}), x)
+    module = _torch(sym, args, aux, {"data": x})
+    got = _run(module, x)
     assert _close(got, want)
+    # MXNet writes 1 into the stored gamma at every forward (weight decay then starts from
+    # 1 at each step); so does the converted layer.
+    stored = args["bn_gamma"].copy()
+    stats = [aux[n].copy() for n in ("bn_moving_mean", "bn_moving_var")]
+    mx.nd.BatchNorm(mx.nd.array(x), stored, args["bn_beta"], *stats).wait_to_read()
+    assert stored.asnumpy().tolist() == [1.0, 1.0, 1.0]
+    assert params_by_mxnet_name(module)["bn_gamma"].tolist() == [1.0, 1.0, 1.0]
     naive = torch.nn.functional.batch_norm(
         *[
             torch.from_numpy(v)

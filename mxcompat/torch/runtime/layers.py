@@ -86,9 +86,9 @@ def batch_norm(
 ):
     """MXNet's ``BatchNorm``.
 
-    ``fix_gamma``: the stored gamma is ignored (taken as 1) and its gradient is 0 (a gradient,
-    not None: MXNet's optimizer still applies weight decay to it).  ``momentum`` weighs the
-    *old* statistic (PyTorch's is 1 - that).  In training (unless ``use_global_stats``) the
+    ``fix_gamma``: the stored gamma is set to 1 (as MXNet's forward sets it) and its gradient
+    is 0 (a gradient, not None: MXNet's optimizer still applies weight decay to it from 1).
+    ``momentum`` weighs the *old* statistic (PyTorch's is 1 - that).  In training (unless ``use_global_stats``) the
     batch's biased variance normalises and is what the running variance moves towards;
     ``update_stats=False`` (statistics frozen in MXNet) leaves them.  MXNet moves the
     statistics in the backward of a training step, this in the training forward (as PyTorch
@@ -101,6 +101,10 @@ def batch_norm(
     m*var*s, divided by s, is MXNet's (1-m)*v + m*var.  The scaled copy is a new tensor (the
     kernel keeps it for its backward), so the buffer itself is written only after."""
     if fix_gamma:
+        # MXNet writes 1 into the stored gamma at every forward: weight decay then starts
+        # from 1 at each step, as in MXNet.
+        with torch.no_grad():
+            gamma.fill_(1.0)
         gamma = gamma * 0.0 + 1.0
     channels_last = axis not in (1, 1 - x.dim())
     if channels_last:
