@@ -87,7 +87,7 @@ NAMES = [
 ] + [(name, functools.partial(_financial_maker, name)) for name in _FINANCIAL]
 
 _lock = threading.Lock()
-_added = {}  # name -> the object mxcompat put on numpy
+_added: "dict[str, object]" = {}  # name -> the object mxcompat put on numpy
 
 
 def _has(np, name):
