@@ -35,13 +35,13 @@ sys.exit(status)
 """
 
 
-def _run(code, *args, env=None):
+def _run(code, *args, env=None, cwd=ROOT):
     return subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         timeout=900,
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
     )
 
@@ -165,9 +165,11 @@ def test_verify_with_another_python(written, tmp_path):
     proc = _run(cli, *args, "--verify-with", python, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "not checked" not in proc.stderr
-    # Without mxcompat importable there: one error that says what it needs.
+    # Without mxcompat importable there (no PYTHONPATH, and not run from the checkout, which
+    # `python -m` would put on its path): one error that says what it needs.
     env.pop("PYTHONPATH")
-    proc = _run(cli, *args[:4], str(tmp_path / "o2"), *args[5:], "--verify-with", python, env=env)
+    out = str(tmp_path / "o2")
+    proc = _run(cli, *args[:4], out, *args[5:], "--verify-with", python, env=env, cwd=str(tmp_path))
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.count("\n") == 1 and "mxcompat importable there" in proc.stderr
 
