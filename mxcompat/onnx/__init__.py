@@ -24,7 +24,9 @@ from constant-folding them), and by default runs the model in onnxruntime agains
 onnx and onnxruntime are optional: ``pip install 'mxcompat[onnx]'``.
 
 Layout: ``mxnet_exporter`` (MXNet's own exporter on today's onnx: the scope of an export, what
-each release's exporter is), ``in_memory`` (``to_onnx``), ``verify`` (the run in onnxruntime).
+each release's exporter is), ``in_memory`` (``to_onnx``), ``converters`` (ours beside MXNet
+1.9's, for ``to_onnx`` only, and the attribute values no converter takes), ``verify`` (the run
+in onnxruntime).
 """
 
 from .in_memory import to_onnx
