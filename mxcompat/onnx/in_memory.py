@@ -4,7 +4,6 @@ converted in memory by MXNet's own exporter (in the scope ``mxnet_exporter`` set
 from __future__ import annotations
 
 import json
-import re
 import sys
 
 from .._core import facts
@@ -19,6 +18,7 @@ from .mxnet_exporter import (
     _graph_class,
     _import_onnx,
     _import_onnxruntime,
+    _onnx_name,
     _opsets,
 )
 
@@ -81,20 +81,6 @@ def _without_noop_reshape_like(symbol, shapes):
             node.pop("attrs", None)
             changed = True
     return mx.sym.load_json(json.dumps(graph)) if changed else symbol
-
-
-def _onnx_name(mx_name):
-    """The ONNX name of MXNet output ``mx_name``, as MXNet's exporter names it (1.9: an RNN's
-    states ``<node>1``/``<node>2``, output i of a node ``<node>i``; before: ``_output`` off)."""
-    for suffix, index in (("_state_output", "1"), ("_statecell_output", "2")):
-        if mx_name.endswith(suffix) and facts.since(facts.MX_ONNX_PACKAGE):
-            return mx_name[: -len(suffix)] + index
-    if mx_name.endswith("_output"):
-        return mx_name[: -len("_output")]
-    match = re.match(r"(.*)_output([0-9]+)$", mx_name)
-    if match and facts.since(facts.MX_ONNX_PACKAGE):
-        return match.group(1) + match.group(2)
-    return mx_name
 
 
 def _describe_refusals(refused):

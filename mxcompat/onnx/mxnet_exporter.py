@@ -2,6 +2,7 @@
 opset the release writes on the exporting thread) and what each release's exporter is."""
 
 import contextlib
+import re
 import sys
 import threading
 import types
@@ -252,6 +253,20 @@ def _converters(graph_class, opset):
     for version in sorted(v for v in registry if v <= opset):
         ops.update(registry[version])
     return ops
+
+
+def _onnx_name(mx_name):
+    """The ONNX name of MXNet output ``mx_name``, as MXNet's exporter names it (1.9: an RNN's
+    states ``<node>1``/``<node>2``, output i of a node ``<node>i``; before: ``_output`` off)."""
+    for suffix, index in (("_state_output", "1"), ("_statecell_output", "2")):
+        if mx_name.endswith(suffix) and facts.since(facts.MX_ONNX_PACKAGE):
+            return mx_name[: -len(suffix)] + index
+    if mx_name.endswith("_output"):
+        return mx_name[: -len("_output")]
+    match = re.match(r"(.*)_output([0-9]+)$", mx_name)
+    if match and facts.since(facts.MX_ONNX_PACKAGE):
+        return match.group(1) + match.group(2)
+    return mx_name
 
 
 def _export_opset(kwargs):

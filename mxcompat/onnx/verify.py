@@ -6,8 +6,7 @@ import sys
 
 from .._core.conversion import import_mxnet
 from ..convert.shared import no_subgraph_backend, worst_difference
-from .in_memory import _onnx_name
-from .mxnet_exporter import _import_onnxruntime
+from .mxnet_exporter import _import_onnxruntime, _onnx_name
 
 
 def _mxnet_outputs(symbol, params, feed):

@@ -11,7 +11,7 @@ import pytest
 
 import mxcompat
 from mxcompat._core import facts
-from mxcompat.onnx import converters, in_memory, mxnet_exporter, verify
+from mxcompat.onnx import converters, mxnet_exporter, verify
 from tests.support.models import language_model
 
 try:
@@ -81,7 +81,7 @@ def test_language_model_with_states_in_mxnets_output_order(mode):
     model = mxcompat.to_onnx(net, [a.shape for a in feed])  # verify=True
     symbol = net._cached_graph[1]
     assert [o.name for o in model.graph.output] == [
-        in_memory._onnx_name(n) for n in symbol.list_outputs()
+        mxnet_exporter._onnx_name(n) for n in symbol.list_outputs()
     ]
     assert symbol.list_outputs()[0].endswith("dense0_fwd_output")  # logits first, as MXNet
     names = [i.name for i in model.graph.input]
