@@ -4,14 +4,17 @@
 served and why) and the ``.pth`` of ``mxcompat install`` install it.  Imports nothing of
 mxcompat."""
 
+from __future__ import annotations
+
 import importlib.abc
 import importlib.machinery
 import operator
 import re
 import sys
+from typing import Callable
 
 # Called once distutils.version is served (the patch records its use there).
-on_served = None
+on_served: Callable[[], object] | None = None
 
 # distutils' strict format: two or three dot-separated numbers, then optionally 'a' or 'b'
 # and a number.  ASCII digits only, and '$' lets one trailing newline through, as the
