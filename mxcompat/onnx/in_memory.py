@@ -142,7 +142,10 @@ def to_onnx(
     seeded random input and compare with MXNet's output (per output, ``|onnx - mxnet| <= atol
     + rtol * max|mxnet|``); a disagreement raises ``AssertionError`` with the largest difference
     and the first node whose output differs.  An operator the exporter cannot convert raises
-    ``NotImplementedError`` naming it (and every other one), before anything is converted.
+    ``NotImplementedError`` naming it (and every other one), before anything is converted; so
+    do, on MXNet 1.9, attribute values no converter takes (``converters.refusals``), and a
+    converter's own refusal partway is named with its node.  On 1.9 some operators are
+    converted by mxcompat's converters (``converters``); the outputs keep MXNet's order.
     """
     import numbers
     import os
