@@ -10,8 +10,8 @@ one finder at the front of ``sys.meta_path`` and imports nothing: the finder ans
 priorities and switches (``MXCOMPAT_CUDA_LIBS``, ``MXCOMPAT_DISABLE``,
 ``MXCOMPAT_DISABLE_PATCHES=cuda_libs``).  On a Python or NumPy newer than MXNet's, also the
 two things without which its import fails there (``importable``).  Nothing else: no other
-patch, no ``mxcompat`` in ``sys.modules``, MXNet as it is.  Where ``import mxcompat`` came first, its own hook does the
-work and this one steps aside.
+patch, no ``mxcompat`` in ``sys.modules``, MXNet as it is.  Where ``import mxcompat`` came
+first, its own hook does the work and this one steps aside.
 
 A module of its own, beside the package rather than in it: importing anything of the package
 ``mxcompat`` runs its ``__init__``, which puts every patch's hook in place, and a later
