@@ -360,9 +360,7 @@ def test_cli_writes_an_optimizer_a_torch_only_script_resumes(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     out = tmp_path / "out"
-    assert {"model.py", "mxnet_ops", "mxnet_optim.py", "optimizer.pt"} <= set(
-        os.listdir(str(out))
-    )
+    assert {"model.py", "mxnet_ops", "mxnet_optim.py", "optimizer.pt"} <= set(os.listdir(str(out)))
     np.save(
         str(out / "batches.npy"),
         np.array([np.concatenate([x, y[:, None]], 1) for x, y in batches[N:]]),
