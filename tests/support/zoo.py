@@ -28,6 +28,7 @@ the NLP models' vocabularies are made up here.
 """
 
 import collections
+import importlib.util
 import json
 import os
 import shutil
@@ -36,6 +37,7 @@ import sys
 import tempfile
 
 import numpy as np
+import pytest
 
 # The builder's interpreter: torch made unimportable first (GluonCV 0.10 imports torch whenever
 # it is installed and raises on torch >= 2), then this file loaded by its path (tests/support on
@@ -50,6 +52,23 @@ module._main(sys.argv[2], sys.argv[3])
 """
 
 Built = collections.namedtuple("Built", "prefix epoch input_shapes inputs outputs")
+
+
+def installed(name):
+    """Whether package ``name`` can be imported here (a real one, not a namespace folder)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except ValueError:  # blocked in this process (the builder's sys.modules["torch"] = None)
+        return False
+    return spec is not None and spec.origin is not None
+
+
+# What the zoo's tests need: the model zoos, and torch for the way to PyTorch.
+NEEDS_ZOO = pytest.mark.skipif(
+    not (installed("gluoncv") and installed("gluonnlp")),
+    reason="needs GluonCV and GluonNLP (the zoo-mx191 env)",
+)
+NEEDS_TORCH = pytest.mark.skipif(not installed("torch"), reason="needs torch (the torch extra)")
 
 # name -> (kind, builder arguments).  Small inputs: CI builds, converts and runs every one.
 _IMAGE = (1, 3, 128, 128)
@@ -227,6 +246,29 @@ def _make(name, spec, mx):
     return net, [tokens]
 
 
+def _initialize(net, arrays, mx):
+    """Random weights for ``net`` (seeded), as the zoo's checkpoints have them: Xavier, then
+    ``_randomize``; ``arrays`` give the deferred shapes."""
+    # Vectors by their role: some SymbolBlocks (GluonCV's feature expanders, built without
+    # their pretrained base) give their BatchNorm's gamma the convolution's Xavier, which
+    # refuses a vector.  _randomize then makes them random.
+    for pname, param in net.collect_params().items():
+        if pname.endswith(("gamma", "running_var", "moving_var")):
+            param.init = mx.init.One()
+        elif pname.endswith(("beta", "running_mean", "moving_mean", "bias")):
+            param.init = mx.init.Zero()
+    net.initialize(mx.init.Xavier(magnitude=2.0))
+    net(*arrays)  # the deferred shapes
+    _randomize(net, mx)
+
+
+def _flat(value):
+    """A block's outputs (nested lists and tuples) as one list, in order."""
+    if isinstance(value, (list, tuple)):
+        return [v for item in value for v in _flat(item)]
+    return [value]
+
+
 def _main(name, out):
     """Build ``name`` and write it, its input and its outputs into ``out``."""
     import warnings
@@ -238,33 +280,14 @@ def _main(name, out):
     mx.random.seed(SEED)
     np.random.seed(SEED)
     net, inputs = _make(name, SPECS[name][1], mx)
-    # Vectors by their role: some SymbolBlocks (GluonCV's feature expanders, built without
-    # their pretrained base) give their BatchNorm's gamma the convolution's Xavier, which
-    # refuses a vector.  _randomize then makes them random.
-    for pname, param in net.collect_params().items():
-        if pname.endswith(("gamma", "running_var", "moving_var")):
-            param.init = mx.init.One()
-        elif pname.endswith(("beta", "running_mean", "moving_mean", "bias")):
-            param.init = mx.init.Zero()
-    net.initialize(mx.init.Xavier(magnitude=2.0))
     arrays = [mx.nd.array(a) for a in inputs]
     if name == "transformer_encoder":
         # TransformerEncoder(inputs, states, valid_length): no states, the lengths.
         arrays.insert(1, None)
-    net(*arrays)  # the deferred shapes
-    _randomize(net, mx)
+    _initialize(net, arrays, mx)
     net.hybridize()
     out_nd = net(*arrays)
-    flat = []
-
-    def _flatten(value):
-        if isinstance(value, (list, tuple)):
-            for v in value:
-                _flatten(v)
-        else:
-            flat.append(value)
-
-    _flatten(out_nd)
+    flat = _flat(out_nd)
     prefix = os.path.join(out, "model")
     net.export(prefix, epoch=0)
     names = ["data"] if len(inputs) == 1 else ["data%d" % i for i in range(len(inputs))]

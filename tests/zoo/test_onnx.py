@@ -7,7 +7,6 @@ MXNet's order.
 A model that does not convert is in ``REFUSED`` with the one error ``mxcompat onnx`` gives; the
 day it converts, its test fails until its entry goes."""
 
-import importlib.util
 import subprocess
 import sys
 
@@ -17,19 +16,10 @@ import pytest
 from tests.support import zoo
 from tests.support.processes import subprocess_env
 
-
-def _installed(name):
-    spec = importlib.util.find_spec(name)
-    return spec is not None and spec.origin is not None
-
-
 pytestmark = [
+    zoo.NEEDS_ZOO,
     pytest.mark.skipif(
-        not (_installed("gluoncv") and _installed("gluonnlp")),
-        reason="needs GluonCV and GluonNLP (the zoo-mx191 env)",
-    ),
-    pytest.mark.skipif(
-        not (_installed("onnx") and _installed("onnxruntime")),
+        not (zoo.installed("onnx") and zoo.installed("onnxruntime")),
         reason="needs onnx and onnxruntime (the onnx extra)",
     ),
 ]

@@ -6,7 +6,6 @@ model.py, run where MXNet cannot be imported, gives MXNet's outputs.
 A model the converter cannot take yet is marked xfail(strict) with what its conversion names:
 the day it converts, the test fails until its mark goes."""
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -17,19 +16,7 @@ import pytest
 from tests.support import zoo
 from tests.support.processes import subprocess_env
 
-
-def _installed(name):
-    spec = importlib.util.find_spec(name)
-    return spec is not None and spec.origin is not None
-
-
-pytestmark = [
-    pytest.mark.skipif(
-        not (_installed("gluoncv") and _installed("gluonnlp")),
-        reason="needs GluonCV and GluonNLP (the zoo-mx191 env)",
-    ),
-    pytest.mark.skipif(not _installed("torch"), reason="needs torch (the torch extra)"),
-]
+pytestmark = [zoo.NEEDS_ZOO, zoo.NEEDS_TORCH]
 
 # Why a model does not convert yet, per model, from what `mxcompat torch` says (`--check` lists
 # every operator of every model here as mapped: what fails is the node-by-node verification).

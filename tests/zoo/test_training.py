@@ -10,7 +10,6 @@ batch's statistics, moving its running ones) with dropout at rate 0, the one ran
 sides cannot share.  The loss: each floating output times a fixed random array, averaged,
 summed over the outputs."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -22,16 +21,7 @@ import pytest
 from tests.support import zoo
 from tests.support.processes import subprocess_env
 
-
-def _installed(name):
-    spec = importlib.util.find_spec(name)
-    return spec is not None and spec.origin is not None
-
-
-pytestmark = pytest.mark.skipif(
-    not all(_installed(n) for n in ("gluoncv", "gluonnlp", "torch")),
-    reason="needs GluonCV, GluonNLP and torch (the zoo-mx191 env)",
-)
+pytestmark = [zoo.NEEDS_ZOO, zoo.NEEDS_TORCH]
 
 N, K = 2, 2
 # model -> (the type it trains in, the largest difference allowed, relative to each array's
@@ -72,25 +62,12 @@ def blocks(block):
 for block in blocks(net):
     if isinstance(block, gluon.nn.Dropout):
         block._rate = 0.0
-for pname, param in net.collect_params().items():
-    if pname.endswith(("gamma", "running_var", "moving_var")):
-        param.init = mx.init.One()
-    elif pname.endswith(("beta", "running_mean", "moving_mean", "bias")):
-        param.init = mx.init.Zero()
-net.initialize(mx.init.Xavier(magnitude=2.0))
-arrays = [mx.nd.array(a) for a in inputs]
-net(*arrays)
-zoo._randomize(net, mx)
+zoo._initialize(net, [mx.nd.array(a) for a in inputs], mx)
 net.cast(dtype)
 arrays = [mx.nd.array(a, dtype=dtype) for a in inputs]
 net.hybridize()
 
-def flat(value):
-    if isinstance(value, (list, tuple)):
-        return [v for item in value for v in flat(item)]
-    return [value]
-
-outs = flat(net(*arrays))
+outs = zoo._flat(net(*arrays))
 used = list(range(len(outs)))  # the outputs the loss takes
 rng = np.random.RandomState(zoo.SEED + 2)
 heads = {i: rng.uniform(-1, 1, outs[i].shape).astype(dtype) for i in used}
@@ -106,7 +83,7 @@ trainer = gluon.Trainer(
 
 def step():
     with autograd.record():
-        got = flat(net(*arrays))
+        got = zoo._flat(net(*arrays))
         loss = sum((got[i] * mx.nd.array(heads[i], dtype=dtype)).mean() for i in used)
     loss.backward()
     trainer.step(1)
