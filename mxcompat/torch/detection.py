@@ -36,6 +36,8 @@ def _options(n: Node, defaults: dict[str, Any]) -> dict[str, Any]:
             value = n.int(key, default)
         elif isinstance(default, float):
             value = n.float(key, default)
+        elif isinstance(default, tuple):
+            value = _floats(n, key, default)
         else:
             value = n.str(key, default)
             if default in _FORMATS and value not in _FORMATS:
@@ -92,19 +94,19 @@ def _roi_pooling(n: Node) -> tuple[Expr, int]:
     return call("mxops.roi_pooling", n.args[0], n.args[1], pooled, scale), 1
 
 
+_PRIOR = {
+    "sizes": (1.0,),
+    "ratios": (1.0,),
+    "steps": (-1.0, -1.0),
+    "offsets": (0.5, 0.5),
+    "clip": False,
+}
+_VARIANCES = (0.1, 0.1, 0.2, 0.2)
+
+
 @_emits("_contrib_MultiBoxPrior", "_npx_multibox_prior")
 def _multibox_prior(n: Node) -> tuple[Expr, int]:
-    options: dict[str, Any] = {}
-    for key, default in (
-        ("sizes", (1.0,)),
-        ("ratios", (1.0,)),
-        ("steps", (-1.0, -1.0)),
-        ("offsets", (0.5, 0.5)),
-    ):
-        value = _floats(n, key, default)
-        if value != default:
-            options[key] = value
-    options.update(_options(n, {"clip": False}))
+    options = _options(n, _PRIOR)
     return call("mxops.multibox_prior", n.args[0], **options), 1
 
 
@@ -114,6 +116,7 @@ _DETECTION = {
     "nms_threshold": 0.5,
     "force_suppress": False,
     "nms_topk": -1,
+    "variances": _VARIANCES,
 }
 
 
@@ -121,9 +124,6 @@ _DETECTION = {
 def _multibox_detection(n: Node) -> tuple[Expr, int]:
     # background_id: MXNet 1.9.1 reads class 0 as the background whatever its value.
     options = _options(n, _DETECTION)
-    variances = _floats(n, "variances", (0.1, 0.1, 0.2, 0.2))
-    if variances != (0.1, 0.1, 0.2, 0.2):
-        options["variances"] = variances
     return call("mxops.multibox_detection", *n.args[:3], **options), 1
 
 
@@ -132,6 +132,7 @@ _TARGET = {
     "ignore_label": -1.0,
     "negative_mining_ratio": -1.0,
     "negative_mining_thresh": 0.5,
+    "variances": _VARIANCES,
 }
 
 
@@ -139,9 +140,6 @@ _TARGET = {
 def _multibox_target(n: Node) -> tuple[Expr, int]:
     # minimum_negative_samples: MXNet 1.9.1 passes it on and never reads it.
     options = _options(n, _TARGET)
-    variances = _floats(n, "variances", (0.1, 0.1, 0.2, 0.2))
-    if variances != (0.1, 0.1, 0.2, 0.2):
-        options["variances"] = variances
     return call("mxops.multibox_target", *n.args[:3], **options), 3
 
 
@@ -153,16 +151,14 @@ _PROPOSAL = {
     "feature_stride": 16,
     "output_score": False,
     "iou_loss": False,
+    "scales": (4.0, 8.0, 16.0, 32.0),
+    "ratios": (0.5, 1.0, 2.0),
 }
 
 
 @_emits("_contrib_Proposal", "_contrib_MultiProposal")
 def _proposal(n: Node) -> tuple[Expr, int]:
     options = _options(n, _PROPOSAL)
-    for key, default in (("scales", (4.0, 8.0, 16.0, 32.0)), ("ratios", (0.5, 1.0, 2.0))):
-        value = _floats(n, key, default)
-        if value != default:
-            options[key] = value
     if n.op == "_contrib_Proposal":
         options["batched"] = False
     # MXNet's second output (the scores) is hidden unless output_score.

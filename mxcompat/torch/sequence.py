@@ -16,11 +16,17 @@ def _lengths(n: Node) -> dict[str, Expr]:
     return {"lengths": n.args[1]} if n.bool("use_sequence_length") else {}
 
 
-@_emits("SequenceMask")
-def _sequence_mask(n: Node) -> Emitted:
+def _time_axis(n: Node) -> int:
+    """SequenceMask's and SequenceLast's time axis: MXNet takes 0 or 1 only."""
     axis = n.int("axis", 0)
     if axis not in (0, 1):
         n.refuse("axis=%d (MXNet's are 0 and 1)" % axis)
+    return axis
+
+
+@_emits("SequenceMask")
+def _sequence_mask(n: Node) -> Emitted:
+    axis = _time_axis(n)
     options: dict[str, object] = dict(_lengths(n))
     if n.float("value", 0.0) != 0.0:
         options["value"] = n.float("value")
@@ -31,9 +37,7 @@ def _sequence_mask(n: Node) -> Emitted:
 
 @_emits("SequenceLast")
 def _sequence_last(n: Node) -> Emitted:
-    axis = n.int("axis", 0)
-    if axis not in (0, 1):
-        n.refuse("axis=%d (MXNet's are 0 and 1)" % axis)
+    axis = _time_axis(n)
     options: dict[str, object] = dict(_lengths(n))
     if axis:
         options["axis"] = axis
