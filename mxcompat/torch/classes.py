@@ -168,7 +168,10 @@ def _template(p: Printer, call: _Call, by_path: dict[str, _Call], ctor: dict[str
         record += text
         if s.node:
             record_nodes[k] = s.node
-            record.append("        _rec(self, %d, %s)" % (k, mapping[s.target]))
+            # _rec keeps the value, or gives MXNet's in its place (verify's forced run).
+            record.append(
+                "        %s = _rec(self, %d, %s)" % (mapping[s.target], k, mapping[s.target])
+            )
     result = [_subst(r, mapping) for r in returns]
     if len(result) == 1:
         ret = statement("return ", result[0], "        ")

@@ -181,19 +181,26 @@ def _convert(
 
 
 def record(
-    module: torch.nn.Module, written: tree.Written, feed: Mapping[str, np.ndarray]
+    module: torch.nn.Module,
+    written: tree.Written,
+    feed: Mapping[str, np.ndarray],
+    forced: Mapping[str, Sequence[np.ndarray]] | None = None,
 ) -> dict[str, Any]:
     """{MXNet node name: output(s)} of one forward of ``module`` (its mode as it is): the
-    same classes, written to record each node's output, on ``module``'s state."""
+    same classes, written to record each node's output, on ``module``'s state.  ``forced``
+    ({node: MXNet's outputs}): each node then goes on with MXNet's outputs in place of its own,
+    so that every node is computed from MXNet's inputs."""
     torch = sys.modules["torch"]
     rec: dict[str, Any] = {}
     paths: dict[int, str] = {}
 
-    def _rec(instance: Any, k: int, value: Any) -> None:
+    def _rec(instance: Any, k: int, value: Any) -> Any:
         # An instance of no known path (None) finds no node, as meant.
         node = written.record_nodes.get(paths.get(id(instance)), {}).get(k)  # type: ignore[arg-type]
-        if node is not None:
-            rec[node] = value
+        if node is None:
+            return value
+        rec[node] = value
+        return _replaced(value, forced, node, torch)
 
     filename = "<mxcompat.to_torch record %d>" % next(_counter)
     namespace = _compile(written.record_source, filename, {"_rec": _rec})
@@ -206,7 +213,7 @@ def record(
         paths[id(sub)] = path
         node = written.layer_nodes.get(path)
         if node is not None:
-            handles.append(sub.register_forward_hook(_layer_hook(rec, node)))
+            handles.append(sub.register_forward_hook(_layer_hook(rec, node, forced, torch)))
     args = [torch.from_numpy(feed[n]) for n in written.inputs]
     try:
         with torch.no_grad():
@@ -217,11 +224,37 @@ def record(
     return rec
 
 
-def _layer_hook(rec: dict[str, Any], node: str) -> Callable[[Any, Any, Any], None]:
-    def hook(_module: Any, _args: Any, output: Any) -> None:
+def _layer_hook(
+    rec: dict[str, Any], node: str, forced: Mapping[str, Sequence[np.ndarray]] | None, torch: Any
+) -> Callable[[Any, Any, Any], Any]:
+    def hook(_module: Any, _args: Any, output: Any) -> Any:
         rec[node] = _outputs(output)
+        return _replaced(output, forced, node, torch) if forced is not None else None
 
     return hook
+
+
+def _replaced(
+    value: Any, forced: Mapping[str, Sequence[np.ndarray]] | None, node: str, torch: Any
+) -> Any:
+    """``value`` with each tensor in it (in order, nested as ``nn.LSTM``'s ``(output, (h,
+    c))``) replaced by MXNet's output of ``node`` where ``forced`` has one of its shape; as it
+    is where not."""
+    if forced is None or node not in forced:
+        return value
+    arrays = iter(forced[node])
+
+    def swap(item: Any) -> Any:
+        if isinstance(item, (tuple, list)):
+            return type(item)(swap(i) for i in item)
+        want = next(arrays, None)
+        if not isinstance(item, torch.Tensor) or want is None:
+            return item
+        if tuple(want.shape) != tuple(item.shape):
+            return item
+        return torch.tensor(want, dtype=item.dtype)
+
+    return swap(value)
 
 
 def _outputs(output: Any) -> Any:

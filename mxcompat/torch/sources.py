@@ -82,7 +82,7 @@ class SymbolSource(Source):
         feed = verify.feed(self.graph, shapes, types)
         expected = verify.mxnet_outputs(self.symbol, self.params, feed, types)
         actual = verify.recorded(module, written, feed, record)
-        verify.compare_nodes(self.graph, actual, expected, rtol, atol, written.node_paths)
+        verify.compare(self.graph, module, written, feed, record, actual, expected, rtol, atol)
 
 
 class GluonSource(SymbolSource):
@@ -153,7 +153,7 @@ class CheckpointSource(Source):
                 % ckpt.prefix
             )
             return
-        verify.compare_nodes(self.graph, actual, expected, rtol, atol, written.node_paths)
+        verify.compare(self.graph, module, written, feed, record, actual, expected, rtol, atol)
 
 
 def source(model: Any) -> Source:

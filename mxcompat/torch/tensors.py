@@ -179,7 +179,13 @@ _COMPARE = {
 def _binary(form: str) -> Emitter:
     if form.startswith("torch."):
         return lambda n: (call(form, n.args[0], n.args[1]), 1)
-    return lambda n: (BinOp(form, (n.args[0], n.args[1])), 1)
+
+    def emit(n: Node) -> Emitted:
+        if form == "/" and n.attrs.get("__integer__"):  # C's division of integers
+            return call("torch.div", n.args[0], n.args[1], rounding_mode="trunc"), 1
+        return BinOp(form, (n.args[0], n.args[1])), 1
+
+    return emit
 
 
 def _compare(sym: str) -> Emitter:
@@ -209,6 +215,11 @@ def _scalar(form: tuple[str, bool]) -> Emitter:
             return call("torch.clamp", n.args[0], **{sym.split(":")[1]: value}), 1
         if sym.startswith("torch."):
             return call(sym, *pair), 1
+        if sym == "/" and not scalar_first and n.attrs.get("__integer__"):
+            # The scalar in the array's type first (2.5 is 2), then C's division.
+            return call(
+                "torch.div", n.args[0], Lit(int(n.float("scalar"))), rounding_mode="trunc"
+            ), 1
         return BinOp(sym, pair), 1
 
     return emit

@@ -33,6 +33,22 @@ MODULE_NAMES = frozenset(
 )
 
 
+# The divisions whose result on integers truncates in MXNet; the operators whose output has
+# their first input's type; topk's (ret_typ, output) pairs that are its indices.
+_DIVISIONS = frozenset(["elemwise_div", "broadcast_div", "_div", "_Div", "_div_scalar"])
+_SAME_TYPE = frozenset(
+    "Reshape reshape SliceChannel split slice slice_axis slice_like transpose expand_dims "
+    "squeeze Flatten flatten Concat concat stack tile repeat reverse flip abs negative _copy "
+    "identity broadcast_to broadcast_like broadcast_axis elemwise_add elemwise_sub elemwise_mul "
+    "elemwise_div broadcast_add broadcast_plus broadcast_sub broadcast_minus broadcast_mul "
+    "broadcast_div broadcast_mod _plus _minus _mul _div _mod _Plus _Minus _Mul _Div _Mod "
+    "_plus_scalar _minus_scalar _mul_scalar _div_scalar _mod_scalar _rminus_scalar "
+    "_rmod_scalar broadcast_maximum broadcast_minimum _maximum_scalar _minimum_scalar clip "
+    "pick take gather_nd".split()
+)
+_TOPK_INDICES = frozenset([("indices", 0), ("both", 1)])
+
+
 class NotATree(Exception):
     """The blocks given do not cut the graph into one call per block."""
 
@@ -79,7 +95,25 @@ class Graph:
         attrs = dict(node["attrs"])
         if node["op"] == "BatchNorm":
             attrs["__frozen_stats__"] = self.frozen_stats
+        if node["op"] in _DIVISIONS and node["inputs"]:
+            attrs["__integer__"] = self.integer(node["inputs"][0])
         return attrs
+
+    def integer(self, entry: Entry) -> bool:
+        """Whether the array of ``entry`` holds integers, as far as the operators that make
+        them tell (a ``Cast``, ``shape_array``, a sort's indices and what passes them on):
+        MXNet divides integers as C does, truncating."""
+        node = self.nodes[entry[0]]
+        op, attrs = node["op"], node["attrs"]
+        if op in ("shape_array", "size_array"):
+            return True
+        if op in ("Cast", "cast", "argsort", "topk", "one_hot", "_contrib_arange_like"):
+            if op == "topk" and (attrs.get("ret_typ", "indices"), entry[1]) not in _TOPK_INDICES:
+                return False
+            return str(attrs.get("dtype", "float32")).startswith(("int", "uint"))
+        if op in _SAME_TYPE and node["inputs"]:
+            return self.integer(node["inputs"][0])
+        return False
 
     def refusals(self) -> list[Unsupported]:
         """Every node whose attributes its emitter refuses, asked of each node before any is

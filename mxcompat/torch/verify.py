@@ -18,8 +18,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .tree import Graph, Written
 
-    # convert.record: {node: output(s)} of one forward of (module, written, feed).
-    Record = Callable[[Any, Written, Mapping[str, np.ndarray]], dict[str, Any]]
+    # convert.record: {node: output(s)} of one forward of (module, written, feed, forced).
+    Record = Callable[
+        [Any, Written, Mapping[str, np.ndarray], Mapping[str, Sequence[np.ndarray]] | None],
+        dict[str, Any],
+    ]
 
 
 def types(graph: Graph, params: Mapping[str, Any]) -> dict[str, np.dtype[Any]]:
@@ -129,13 +132,18 @@ def mxnet_outputs(
 
 
 def recorded(
-    module: Any, written: Written, feed: Mapping[str, np.ndarray], record: Record
+    module: Any,
+    written: Written,
+    feed: Mapping[str, np.ndarray],
+    record: Record,
+    forced: Mapping[str, Sequence[np.ndarray]] | None = None,
 ) -> dict[str, Any]:
-    """{node: output(s)} of one forward of ``module`` in eval mode on ``feed``."""
+    """{node: output(s)} of one forward of ``module`` in eval mode on ``feed`` (``forced``:
+    each node fed MXNet's outputs of the nodes before it, see ``convert.record``)."""
     was_training = module.training
     module.eval()
     try:
-        return record(module, written, feed)
+        return record(module, written, feed, forced)
     finally:
         module.train(was_training)
 
@@ -173,17 +181,60 @@ def run_once(
         ) from None
 
 
-def compare_nodes(
+def compare(
+    graph: Graph,
+    module: Any,
+    written: Written,
+    feed: Mapping[str, np.ndarray],
+    record: Record,
+    actual: Mapping[str, Any],
+    expected: Sequence[tuple[str, np.ndarray]],
+    rtol: float,
+    atol: float,
+) -> None:
+    """Every node of ``actual`` (the module's forward on ``feed``) against MXNet's
+    ``expected``.  Where one differs, the forward runs again with each node computed from
+    MXNet's own inputs: a node that differs there is wrong, and named in an
+    ``AssertionError``; where every node agrees there, each computes what MXNet's computes, and
+    the model itself amplifies float32's rounding (near-equal scores ranked or suppressed,
+    saturated logits): one warning says where its outputs part from MXNet's."""
+    paths = written.node_paths
+    found = first_difference(graph, actual, expected, rtol, atol, paths, feed)
+    if found is None:
+        return
+    groups = _by_node([n["name"] for n in graph.nodes if n["op"] != "null"], expected)
+    forced = {node: [a for _, a in outs] for node, outs in groups.items()}
+    again = recorded(module, written, feed, record, forced)
+    alone = first_difference(graph, again, expected, rtol, atol, paths, feed)
+    if alone is not None:
+        raise AssertionError(
+            "mxcompat.to_torch: %s, computed from MXNet's own inputs; the nodes before it agree"
+            % alone
+        )
+    from .._core.log import warn
+
+    warn(
+        "mxcompat.to_torch: %s when the module runs end to end, yet computed from MXNet's own "
+        "inputs every node agrees with MXNet's (rtol=%g, atol=%g): the model amplifies "
+        "float32's rounding there (near-equal scores ranked or suppressed, saturated logits), "
+        "so on such inputs its outputs part from MXNet's" % (found, rtol, atol)
+    )
+
+
+def first_difference(
     graph: Graph,
     actual: Mapping[str, Any],
     expected: Sequence[tuple[str, np.ndarray]],
     rtol: float,
     atol: float,
     paths: Mapping[str, str] | None = None,
-) -> None:
-    """Name the first node whose output in ``actual`` ({node: output(s)}, the recording
-    forward's) differs from MXNet's ``expected`` ([(output name, array)], in node order), with
-    the module that computes it (``paths``: node name -> module path)."""
+    feed: Mapping[str, np.ndarray] | None = None,
+) -> str | None:
+    """The first node whose output in ``actual`` ({node: output(s)}, the recording forward's)
+    differs from MXNet's ``expected`` ([(output name, array)], in node order), in words, with
+    the module that computes it (``paths``: node name -> module path); None where none does.
+    Indices of a sort (``topk``, ``argsort``) agree where they pick equal values of MXNet's
+    input (``feed``: the graph's inputs): ties may be ranked either way."""
     paths = paths or {}
     nodes = graph.nodes
     groups = _by_node([n["name"] for n in nodes if n["op"] != "null"], expected)
@@ -200,10 +251,12 @@ def compare_nodes(
                 continue  # a zeros whose shape MXNet infers (an RNN's begin state)
             got = got.detach().numpy()
             worst, bad = worst_difference(want, got, rtol, atol)
+            if bad and _same_ranks(node, k, got, want, groups, nodes, feed):
+                continue
             if bad:
-                raise AssertionError(
-                    "mxcompat.to_torch: node %r (op %s, in %s) is the first whose output "
-                    "differs from MXNet's (%s%s): %s; the nodes before it agree"
+                return (
+                    "node %r (op %s, in %s) is the first whose output differs from MXNet's "
+                    "(%s%s): %s"
                     % (
                         node["name"],
                         node["op"],
@@ -216,6 +269,51 @@ def compare_nodes(
                         % (worst, float(np.abs(want).max()) if want.size else 0.0),
                     )
                 )
+    return None
+
+
+# The sorts whose output k holds indices: where values tie, MXNet's std::partial_sort ranks
+# them in an order of its own.
+_INDEX_OUTPUTS = {"argsort": {0}, "topk": {0, 1}}
+
+
+def _same_ranks(
+    node: dict[str, Any],
+    k: int,
+    got: np.ndarray,
+    want: np.ndarray,
+    groups: Mapping[str, list[tuple[str, np.ndarray]]],
+    nodes: Sequence[dict[str, Any]],
+    feed: Mapping[str, np.ndarray] | None,
+) -> bool:
+    """Whether ``got``, output ``k`` of a sort ``node``, holds indices that pick the same
+    values of the node's input (MXNet's) as MXNet's indices ``want`` do."""
+    op, attrs = node["op"], node["attrs"]
+    if k not in _INDEX_OUTPUTS.get(op, {}) or got.shape != want.shape:
+        return False
+    if op == "topk" and attrs.get("ret_typ", "indices") not in ("indices", "both"):
+        return False
+    if op == "topk" and k == 0 and attrs.get("ret_typ", "indices") == "both":
+        return False  # the values: compared as values
+    source, index = node["inputs"][0][0], node["inputs"][0][1]
+    src = nodes[source]
+    if src["op"] == "null":
+        data = (feed or {}).get(src["name"])
+    else:
+        outs = groups.get(src["name"], [])
+        data = outs[index][1] if index < len(outs) else None
+    if data is None:
+        return False
+    if attrs.get("axis", -1) == "None":  # the flattened input
+        data, axis = data.reshape(-1), 0
+    else:
+        axis = int(attrs.get("axis", -1))
+    size = data.shape[axis]
+    picks = [got.astype(np.int64), want.astype(np.int64)]
+    if any((p < 0).any() or (p >= size).any() for p in picks):
+        return False
+    mine, theirs = (np.take_along_axis(data, p, axis) for p in picks)
+    return bool(np.array_equal(mine, theirs, equal_nan=True))
 
 
 def _by_node(
