@@ -122,11 +122,16 @@ def _fc_layer(n: Node) -> Layer | None:
     )
 
 
+# BatchNorm's default eps in every 1.x release: the float32 literal 1e-3f, widened to the
+# double MXNet computes with (an eps given is read as a double).
+_BN_EPS = 0.0010000000474974513
+
+
 def _bn_options(n: Node) -> dict:
     if n.bool("output_mean_var"):
         n.refuse("output_mean_var=True")
     return dict(
-        eps=n.float("eps", 1e-3),
+        eps=n.float("eps", _BN_EPS),
         momentum=n.float("momentum", 0.9),
         fix_gamma=n.bool("fix_gamma", True),
         use_global_stats=n.bool("use_global_stats"),

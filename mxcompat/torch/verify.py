@@ -26,14 +26,18 @@ if TYPE_CHECKING:
 
 
 def types(graph: Graph, params: Mapping[str, Any]) -> dict[str, np.dtype[Any]]:
-    """{argument name: numpy dtype}: the parameters' own; the inputs' the one type other than
-    float32 among the parameters' where there is one (a Gluon net cast to float64, or to float16
-    with its BatchNorm kept in float32: MXNet refuses an input of another type), else float32."""
+    """{input name: numpy dtype}: the parameters' and states' own; the data inputs' the one type
+    other than float32 among the parameters' where there is one (a Gluon net cast to float64, or
+    to float16 with its BatchNorm kept in float32: MXNet refuses an input of another type), else
+    float32."""
     arguments = [n["name"] for n in graph.nodes if n["op"] == "null" and n["name"] not in graph.aux]
     given = {n: np.dtype(params[n].dtype) for n in arguments if n in params}
     other = set(given.values()) - {np.dtype(np.float32)}
     default = other.pop() if len(other) == 1 else np.dtype(np.float32)
     found = {n: given.get(n, default) for n in arguments}
+    # The states too, in their own types: an exported symbol's variables may still say float32
+    # (``__dtype__``) of a net cast to float64 after they were made.
+    found.update((n, np.dtype(params[n].dtype)) for n in graph.aux if n in params)
     for node in graph.nodes:  # softmax's lengths: MXNet takes integers only
         if "softmax" in node["op"] and _bool(node["attrs"].get("use_length")):
             source = graph.nodes[node["inputs"][1][0]]
@@ -116,7 +120,7 @@ def mxnet_outputs(
         executor = internals.simple_bind(
             mx.cpu(),
             grad_req="null",
-            type_dict={n: t for n, t in types.items() if n in internals.list_arguments()},
+            type_dict={n: t for n, t in types.items() if n in internals.list_inputs()},
             **{n: s for n, s in shapes.items() if n in internals.list_arguments()},
         )
     for arrays in (executor.arg_dict, executor.aux_dict):

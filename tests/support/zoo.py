@@ -246,9 +246,10 @@ def _make(name, spec, mx):
     return net, [tokens]
 
 
-def _initialize(net, arrays, mx):
+def _initialize(net, arrays, mx, kind=None):
     """Random weights for ``net`` (seeded), as the zoo's checkpoints have them: Xavier, then
-    ``_randomize``; ``arrays`` give the deferred shapes."""
+    ``_randomize``; ``arrays`` give the deferred shapes.  A detector's (``kind``) BatchNorm
+    statistics then ``_calibrate``d."""
     # Vectors by their role: some SymbolBlocks (GluonCV's feature expanders, built without
     # their pretrained base) give their BatchNorm's gamma the convolution's Xavier, which
     # refuses a vector.  _randomize then makes them random.
@@ -260,6 +261,42 @@ def _initialize(net, arrays, mx):
     net.initialize(mx.init.Xavier(magnitude=2.0))
     net(*arrays)  # the deferred shapes
     _randomize(net, mx)
+    if kind == "detector":
+        _calibrate(net, arrays, mx)
+
+
+def _calibrate(net, arrays, mx):
+    """Each Gluon BatchNorm's running statistics made those of what reaches it on ``arrays``,
+    in one forward (each sets its own before it computes), as a trained network's normalize.
+    A detector ranks and suppresses its scores: with random statistics its activations grow
+    layer by layer until the scores saturate into exact ties (every one 1.0), which no two
+    implementations rank alike."""
+
+    def measure(block, inputs):
+        x = inputs[0].astype("float64")
+        axis = block._kwargs["axis"] % x.ndim
+        others = tuple(a for a in range(x.ndim) if a != axis)
+        mean = x.mean(axis=others)
+        shape = [1] * x.ndim
+        shape[axis] = -1
+        var = ((x - mean.reshape(shape)) ** 2).mean(axis=others)
+        block.running_mean.set_data(mean.astype(block.running_mean.dtype))
+        block.running_var.set_data(var.astype(block.running_var.dtype))
+
+    handles = []
+    for block in _blocks(net):
+        if isinstance(block, mx.gluon.nn.BatchNorm):
+            handles.append(block.register_forward_pre_hook(measure))
+    net(*arrays)
+    for handle in handles:
+        handle.detach()
+
+
+def _blocks(block):
+    """``block`` and every block under it."""
+    yield block
+    for child in block._children.values():
+        yield from _blocks(child)
 
 
 def _flat(value):
@@ -284,7 +321,7 @@ def _main(name, out):
     if name == "transformer_encoder":
         # TransformerEncoder(inputs, states, valid_length): no states, the lengths.
         arrays.insert(1, None)
-    _initialize(net, arrays, mx)
+    _initialize(net, arrays, mx, KIND[name])
     net.hybridize()
     out_nd = net(*arrays)
     flat = _flat(out_nd)

@@ -171,3 +171,33 @@ def test_training_forward_and_backward_are_one_fused_pass(fix_gamma):
     assert not REDUCTIONS & set(backward.ops), backward.ops
     # ... and the statistics did move (the one pass is the one that moves them).
     assert not torch.equal(var, torch.ones(4)) and not torch.equal(mean, torch.zeros(4))
+
+
+@pytest.mark.parametrize("given", [{}, {"eps": 1e-3}])
+def test_the_default_eps_is_mxnets_float32_literal(given):
+    """MXNet's BatchNorm without an eps takes 1e-3f, the float32 literal widened (1.000000047e-3);
+    an eps given is a double.  Where the variance is near 0 only that value gives MXNet's
+    output in float64, bit for bit."""
+    import torch
+
+    sym = mx.sym.BatchNorm(
+        mx.sym.var("data"), name="bn", fix_gamma=False, use_global_stats=True, **given
+    )
+    params = {
+        "bn_gamma": mx.nd.ones(2, dtype="float64"),
+        "bn_beta": mx.nd.zeros(2, dtype="float64"),
+    }
+    aux = {
+        "bn_moving_mean": mx.nd.zeros(2, dtype="float64"),
+        "bn_moving_var": mx.nd.array([0.0, 1e-9], dtype="float64"),
+    }
+    module = mxcompat.to_torch((sym, params, aux), [(1, 2, 1, 1)])
+    x = np.array([[[[1.0]], [[2.0]]]])
+    args = dict(params, data=mx.nd.array(x, dtype="float64"))
+    executor = sym.bind(mx.cpu(), args, aux_states=aux, grad_req="null")
+    want = executor.forward(is_train=False)[0].asnumpy()
+    with torch.no_grad():
+        got = module(torch.from_numpy(x)).numpy()
+    np.testing.assert_array_equal(got, want)
+    eps = 1.0 / float(want[0, 0, 0, 0]) ** 2
+    assert abs(eps - (1e-3 if given else float(np.float32(1e-3)))) < 1e-15, eps
