@@ -136,8 +136,11 @@ def to_torch(
 
     ``verify``: run MXNet and the module on a seeded random input of ``input_shapes`` (a list
     in input order, a dict by name or one tuple; a bound Module's own by default) and compare
-    every node's output (``|torch - mxnet| <= atol + rtol * max|mxnet|``): the first node that
-    differs is named in an ``AssertionError``.  An operator (or an attribute of one) that is
+    every node's output (``|torch - mxnet| <= atol + rtol * max|mxnet|``).  Where one differs,
+    every node is computed again from MXNet's own inputs: the first node that differs there is
+    named in an ``AssertionError``; where none does, the model amplifies float32's rounding
+    (near-equal scores, saturated logits) and one ``MXCompatWarning`` says where its outputs
+    part from MXNet's.  An operator (or an attribute of one) that is
     not mapped raises ``NotImplementedError`` naming it, its node and the supported list.
     """
     verify = check_flag(verify, "verify", WHERE)

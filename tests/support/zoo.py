@@ -91,8 +91,9 @@ SPECS = collections.OrderedDict(
         ("ssd_512_resnet50_v1_voc", ("detector", {"shape": (1, 3, 256, 256)})),
         ("yolo3_darknet53_voc", ("detector", {"shape": _IMAGE})),
         ("yolo3_mobilenet1.0_voc", ("detector", {"shape": _IMAGE})),
-        ("faster_rcnn_resnet50_v1b_voc", ("detector", {"shape": (1, 3, 256, 256)})),
-        ("center_net_resnet18_v1b_voc", ("detector", {"shape": _IMAGE})),
+        # Calibrated: random BatchNorm statistics saturate these two's scores (``_calibrate``).
+        ("faster_rcnn_resnet50_v1b_voc", ("detector", {"shape": (1, 3, 256, 256), "calibrate": 1})),
+        ("center_net_resnet18_v1b_voc", ("detector", {"shape": _IMAGE, "calibrate": 1})),
         ("fcn_resnet50_voc", ("segmentation", {"shape": _IMAGE})),
         ("deeplab_resnet101_voc", ("segmentation", {"shape": _IMAGE})),
         ("psp_resnet101_voc", ("segmentation", {"shape": _IMAGE})),
@@ -246,9 +247,9 @@ def _make(name, spec, mx):
     return net, [tokens]
 
 
-def _initialize(net, arrays, mx, kind=None):
+def _initialize(net, arrays, mx, calibrate=False):
     """Random weights for ``net`` (seeded), as the zoo's checkpoints have them: Xavier, then
-    ``_randomize``; ``arrays`` give the deferred shapes.  A detector's (``kind``) BatchNorm
+    ``_randomize``; ``arrays`` give the deferred shapes.  ``calibrate``: the BatchNorm
     statistics then ``_calibrate``d."""
     # Vectors by their role: some SymbolBlocks (GluonCV's feature expanders, built without
     # their pretrained base) give their BatchNorm's gamma the convolution's Xavier, which
@@ -261,16 +262,15 @@ def _initialize(net, arrays, mx, kind=None):
     net.initialize(mx.init.Xavier(magnitude=2.0))
     net(*arrays)  # the deferred shapes
     _randomize(net, mx)
-    if kind == "detector":
+    if calibrate:
         _calibrate(net, arrays, mx)
 
 
 def _calibrate(net, arrays, mx):
     """Each Gluon BatchNorm's running statistics made those of what reaches it on ``arrays``,
     in one forward (each sets its own before it computes), as a trained network's normalize.
-    A detector ranks and suppresses its scores: with random statistics its activations grow
-    layer by layer until the scores saturate into exact ties (every one 1.0), which no two
-    implementations rank alike."""
+    For the detectors whose scores random statistics saturate (their activations grow layer
+    by layer until every score is 1.0): exact ties, which no two implementations rank alike."""
 
     def measure(block, inputs):
         x = inputs[0].astype("float64")
@@ -321,7 +321,7 @@ def _main(name, out):
     if name == "transformer_encoder":
         # TransformerEncoder(inputs, states, valid_length): no states, the lengths.
         arrays.insert(1, None)
-    _initialize(net, arrays, mx, KIND[name])
+    _initialize(net, arrays, mx, SPECS[name][1].get("calibrate", False))
     net.hybridize()
     out_nd = net(*arrays)
     flat = _flat(out_nd)

@@ -26,14 +26,15 @@ pytestmark = [zoo.NEEDS_ZOO, zoo.NEEDS_TORCH]
 N, K = 2, 2
 # model -> (the type it trains in, the largest difference allowed, relative to each array's
 # largest value, the outputs the loss takes; None: every floating one).  MXNet trains BERT in
-# float32 only (its interleaved attention matmuls take float32 alone on a CPU); over K steps
-# float32's rounding (the two sides sum in other orders) stays far under the steps' moves.  The
-# detector trains as GluonCV's train_ssd.py trains it: hybridized and first called while
-# recording, its graph is the training one (class and box predictions and the anchors, neither
-# decoder nor box_nms), the one MXNet trains and exports; the anchors are constants, out of
-# the loss.  Its last feature maps are 1x1: BatchNorm there normalizes two values a channel
-# (a batch of two), whose difference cancels, and float64's rounding grows to 5e-11 in one
-# forward (the loss agrees to 6e-15), 1.4e-9 after the steps (measured).
+# float32 only (its interleaved attention's backward takes float32 alone on a CPU: "Only FP32
+# is supported"); over K steps float32's rounding (the two sides sum in other orders) stays far
+# under the steps' moves.  The detector trains
+# as GluonCV's train_ssd.py trains it: hybridized and first called while recording, its graph
+# is the training one (class and box predictions and the anchors, neither decoder nor
+# box_nms), the one MXNet trains and exports; the anchors are constants, out of the loss.  Its
+# last feature maps are 1x1: BatchNorm there normalizes two values a channel (a batch of two),
+# whose difference cancels, and float64's rounding grows to 5e-11 in one forward (the loss
+# agrees to 6e-15), 1.4e-9 after the steps (measured).
 MODELS = {
     "ssd_512_resnet50_v1_voc": ("float64", 1e-8, [0, 1]),
     "fcn_resnet50_voc": ("float64", 1e-9, None),
@@ -63,7 +64,7 @@ if zoo.KIND[name] != "nlp":  # a batch of two: BatchNorm's statistics of a train
 for block in zoo._blocks(net):
     if isinstance(block, gluon.nn.Dropout):
         block._rate = 0.0
-zoo._initialize(net, [mx.nd.array(a) for a in inputs], mx, zoo.KIND[name])
+zoo._initialize(net, [mx.nd.array(a) for a in inputs], mx)
 net.cast(dtype)
 arrays = [mx.nd.array(a, dtype=dtype) for a in inputs]
 net.hybridize()
