@@ -217,4 +217,5 @@ def _graph(graph_json: Any, aux: set[str], params: dict[str, Any], frozen: set[s
     if missing:  # every operator not mapped, and every setting refused, in one error
         message = codegen.unsupported_message(ops, missing, graph.refusals())
         raise fail(WHERE, message, NotImplementedError)
+    graph.check_entries()
     return graph

@@ -89,6 +89,30 @@ class Graph:
     skipped: set[int] = field(default_factory=set)
     zero_states: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
+    def check_entries(self) -> None:
+        """Every input and head names an output its node's emitter gives: a file without
+        node_row_ptr (0.8's form) cannot say how many an operator has, the emitters can."""
+        counts: dict[int, int] = {}
+        for i, node in enumerate(self.nodes):
+            emitter = EMITTERS.get(node["op"])
+            if emitter is None or i in self.rnn_pieces or i in self.zero_states:
+                continue
+            args = [Var("x%d" % k) for k in range(len(node["inputs"]))]
+            try:
+                counts[i] = emitter(Node(node["op"], node["name"], self.attrs(node), args))[1]
+            except Exception:  # refused, or met again where it is written
+                continue
+        entries = [(e, "node %r" % n["name"]) for n in self.nodes for e in n["inputs"]]
+        entries += [(h, "the graph's output") for h in self.heads]
+        for entry, reader in entries:
+            node, index = entry[0], entry[1]
+            if node in counts and index >= counts[node]:
+                source = self.nodes[node]
+                raise ValueError(
+                    "mxcompat.to_torch: %s reads output %d of node %r (op %s), which has %d"
+                    % (reader, index, source["name"], source["op"], counts[node])
+                )
+
     def attrs(self, node: dict) -> dict:
         """The node's attributes as its emitters read them: a BatchNorm's with the nodes whose
         statistics are frozen."""

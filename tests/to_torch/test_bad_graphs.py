@@ -152,3 +152,14 @@ def test_a_head_naming_no_node(tmp_path):
         CheckpointError, match=r"expected a head as \[node, output\(, version\)\] of one"
     ):
         read_symbol(prefix + "-symbol.json")
+
+
+def test_an_operators_output_it_does_not_have_in_a_file_that_cannot_count_them(tmp_path):
+    """0.8's form has no node_row_ptr: the reader cannot count an operator's outputs, the
+    converter can (it was converted as output 0)."""
+    prefix = _checkpoint(tmp_path, "old_form", _graph(inputs={(4, 0): [3, 1, 0]}, no_row_ptr=True))
+    read_symbol(prefix + "-symbol.json")  # nothing to count with
+    assert _cli_error(prefix) == (
+        "mxcompat torch: mxcompat.to_torch: node 'act' reads output 1 of node 'fc' "
+        "(op FullyConnected), which has 1"
+    )
