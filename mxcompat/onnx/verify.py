@@ -76,7 +76,16 @@ def _verify(model, symbol, params, inputs, shapes, rtol, atol):
         if where is None:
             # Every operator's output, the model's own outputs among them, agrees with MXNet
             # run without its oneDNN fused subgraphs: the fused kernels' rounding decided a
-            # near-tie (a ranking, a comparison, a suppression) the other way.
+            # near-tie (a ranking, a comparison, a suppression) the other way.  Said, not
+            # hidden: on such inputs the outputs part from the fused MXNet's.
+            from .._core.log import warn
+
+            warn(
+                "mxcompat.to_onnx: onnxruntime's output differs from MXNet's beyond atol=%g, "
+                "rtol=%g (%s), yet every node, the outputs included, agrees with MXNet run "
+                "without its oneDNN fused kernels: their rounding decided a near-tie the other "
+                "way" % (atol, rtol, ", ".join("%s: largest difference %.3g" % f for f in failures))
+            )
             return
         raise AssertionError(
             "mxcompat.to_onnx: onnxruntime's output differs from MXNet's beyond "
