@@ -92,6 +92,16 @@ class Node:
         return self.args[i] if i < len(self.args) else Var("None")
 
 
+def sort_indices(op: str, attrs: dict[str, Any], k: int) -> bool:
+    """Whether output ``k`` of a node (MXNet's ``op`` and attributes) holds a sort's indices:
+    ``argsort``'s, ``topk``'s where its ``ret_typ`` gives them."""
+    if op == "argsort":
+        return k == 0
+    if op == "topk":
+        return (attrs.get("ret_typ", "indices"), k) in (("indices", 0), ("both", 1))
+    return False
+
+
 # --- the registries: op name -> emitter ----------------------------------------------------------
 
 Emitter = Callable[[Node], Tuple[Expr, int]]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Tuple
 
 from .expr import Expr, Layer, Var
-from .nodes import EMITTERS, LAYERS, Node, Unsupported
+from .nodes import EMITTERS, LAYERS, Node, Unsupported, sort_indices
 
 Entry = Tuple[int, int]  # (node index, output index)
 PRELUDE_NAMES = ("torch", "nn", "F", "mxops")
@@ -34,7 +34,7 @@ MODULE_NAMES = frozenset(
 
 
 # The divisions whose result on integers truncates in MXNet; the operators whose output has
-# their first input's type; topk's (ret_typ, output) pairs that are its indices.
+# their first input's type.
 _DIVISIONS = frozenset(["elemwise_div", "broadcast_div", "_div", "_Div", "_div_scalar"])
 _SAME_TYPE = frozenset(
     "Reshape reshape SliceChannel split slice slice_axis slice_like transpose expand_dims "
@@ -46,7 +46,6 @@ _SAME_TYPE = frozenset(
     "_rmod_scalar broadcast_maximum broadcast_minimum _maximum_scalar _minimum_scalar clip "
     "pick take gather_nd".split()
 )
-_TOPK_INDICES = frozenset([("indices", 0), ("both", 1)])
 
 
 class NotATree(Exception):
@@ -128,15 +127,16 @@ class Graph:
         them tell (a ``Cast``, ``shape_array``, a sort's indices and what passes them on):
         MXNet divides integers as C does, truncating."""
         node = self.nodes[entry[0]]
+        while node["op"] in _SAME_TYPE and node["inputs"]:  # back to what made the type
+            entry = node["inputs"][0]
+            node = self.nodes[entry[0]]
         op, attrs = node["op"], node["attrs"]
         if op in ("shape_array", "size_array"):
             return True
+        if op in ("argsort", "topk") and not sort_indices(op, attrs, entry[1]):
+            return False
         if op in ("Cast", "cast", "argsort", "topk", "one_hot", "_contrib_arange_like"):
-            if op == "topk" and (attrs.get("ret_typ", "indices"), entry[1]) not in _TOPK_INDICES:
-                return False
             return str(attrs.get("dtype", "float32")).startswith(("int", "uint"))
-        if op in _SAME_TYPE and node["inputs"]:
-            return self.integer(node["inputs"][0])
         return False
 
     def refusals(self) -> list[Unsupported]:

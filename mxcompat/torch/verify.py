@@ -12,7 +12,7 @@ import numpy as np
 
 from .._core.conversion import fail, import_mxnet, quoted
 from ..convert.shared import no_subgraph_backend, worst_difference
-from .nodes import _bool
+from .nodes import _bool, sort_indices
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -276,11 +276,6 @@ def first_difference(
     return None
 
 
-# The sorts whose output k holds indices: where values tie, MXNet's std::partial_sort ranks
-# them in an order of its own.
-_INDEX_OUTPUTS = {"argsort": {0}, "topk": {0, 1}}
-
-
 def _same_ranks(
     node: dict[str, Any],
     k: int,
@@ -291,14 +286,11 @@ def _same_ranks(
     feed: Mapping[str, np.ndarray] | None,
 ) -> bool:
     """Whether ``got``, output ``k`` of a sort ``node``, holds indices that pick the same
-    values of the node's input (MXNet's) as MXNet's indices ``want`` do."""
-    op, attrs = node["op"], node["attrs"]
-    if k not in _INDEX_OUTPUTS.get(op, {}) or got.shape != want.shape:
+    values of the node's input (MXNet's) as MXNet's indices ``want`` do: where values tie,
+    MXNet's std::partial_sort ranks them in an order of its own."""
+    attrs = node["attrs"]
+    if not sort_indices(node["op"], attrs, k) or got.shape != want.shape:
         return False
-    if op == "topk" and attrs.get("ret_typ", "indices") not in ("indices", "both"):
-        return False
-    if op == "topk" and k == 0 and attrs.get("ret_typ", "indices") == "both":
-        return False  # the values: compared as values
     source, index = node["inputs"][0][0], node["inputs"][0][1]
     src = nodes[source]
     if src["op"] == "null":
