@@ -14,7 +14,7 @@ from __future__ import annotations
 import keyword
 import re
 from dataclasses import dataclass, field
-from typing import Tuple
+from typing import Iterator, Tuple
 
 from .expr import Expr, Layer, Var
 from .nodes import EMITTERS, LAYERS, Node, Unsupported, sort_indices
@@ -91,16 +91,7 @@ class Graph:
     def check_entries(self) -> None:
         """Every input and head names an output its node's emitter gives: a file without
         node_row_ptr (0.8's form) cannot say how many an operator has, the emitters can."""
-        counts: dict[int, int] = {}
-        for i, node in enumerate(self.nodes):
-            emitter = EMITTERS.get(node["op"])
-            if emitter is None or i in self.rnn_pieces or i in self.zero_states:
-                continue
-            args = [Var("x%d" % k) for k in range(len(node["inputs"]))]
-            try:
-                counts[i] = emitter(Node(node["op"], node["name"], self.attrs(node), args))[1]
-            except Exception:  # refused, or met again where it is written
-                continue
+        counts = {i: found for i, found in self._asked() if isinstance(found, int)}
         entries = [(e, "node %r" % n["name"]) for n in self.nodes for e in n["inputs"]]
         entries += [(h, "the graph's output") for h in self.heads]
         for entry, reader in entries:
@@ -141,10 +132,14 @@ class Graph:
 
     def refusals(self) -> list[Unsupported]:
         """Every node whose attributes its emitter refuses, asked of each node before any is
-        written, so that one error names them all.  The fused RNN's nodes, whose inputs the
-        writer rearranges, and what fails otherwise are left to the writer, which meets them
-        again."""
-        found = []
+        written, so that one error names them all."""
+        return [found for _, found in self._asked() if isinstance(found, Unsupported)]
+
+    def _asked(self) -> Iterator[tuple[int, int | Unsupported]]:
+        """(node index, its emitter's number of outputs, or its refusal) for each node whose
+        emitter can be asked alone, before anything is written.  The fused RNN's nodes, whose
+        inputs the writer rearranges, and what fails otherwise are left to the writer, which
+        meets them again."""
         for i, node in enumerate(self.nodes):
             emitter = EMITTERS.get(node["op"])
             if emitter is None or i in self.rnn_pieces or i in self.zero_states:
@@ -152,13 +147,14 @@ class Graph:
             sources = [self.nodes[entry[0]] for entry in node["inputs"]]
             args = [Var("x%d" % k) for k in range(len(sources))]
             shapes = [self.shapes.get(s["name"]) if s["op"] == "null" else None for s in sources]
+            found: int | Unsupported
             try:
-                emitter(Node(node["op"], node["name"], self.attrs(node), args, shapes))
+                found = emitter(Node(node["op"], node["name"], self.attrs(node), args, shapes))[1]
             except Unsupported as exc:
-                found.append(exc)
+                found = exc
             except Exception:  # the writer raises it again, where it is written
-                pass
-        return found
+                continue
+            yield i, found
 
 
 @dataclass
