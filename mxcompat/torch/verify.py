@@ -203,13 +203,13 @@ def compare(
     the model itself amplifies float32's rounding (near-equal scores ranked or suppressed,
     saturated logits): one warning says where its outputs part from MXNet's."""
     paths = written.node_paths
-    found = first_difference(graph, actual, expected, rtol, atol, paths, feed)
+    groups = _by_node([n["name"] for n in graph.nodes if n["op"] != "null"], expected)
+    found = first_difference(graph, actual, groups, rtol, atol, paths, feed)
     if found is None:
         return
-    groups = _by_node([n["name"] for n in graph.nodes if n["op"] != "null"], expected)
     forced = {node: [a for _, a in outs] for node, outs in groups.items()}
     again = recorded(module, written, feed, record, forced)
-    alone = first_difference(graph, again, expected, rtol, atol, paths, feed)
+    alone = first_difference(graph, again, groups, rtol, atol, paths, feed)
     if alone is not None:
         raise AssertionError(
             "mxcompat.to_torch: %s, computed from MXNet's own inputs; the nodes before it agree"
@@ -228,20 +228,20 @@ def compare(
 def first_difference(
     graph: Graph,
     actual: Mapping[str, Any],
-    expected: Sequence[tuple[str, np.ndarray]],
+    groups: Mapping[str, list[tuple[str, np.ndarray]]],
     rtol: float,
     atol: float,
     paths: Mapping[str, str] | None = None,
     feed: Mapping[str, np.ndarray] | None = None,
 ) -> str | None:
     """The first node whose output in ``actual`` ({node: output(s)}, the recording forward's)
-    differs from MXNet's ``expected`` ([(output name, array)], in node order), in words, with
-    the module that computes it (``paths``: node name -> module path); None where none does.
+    differs from MXNet's (``groups``: {node: [(output name, array)]}, ``_by_node``), in
+    words, with the module that computes it (``paths``: node name -> module path); None where
+    none does.
     Indices of a sort (``topk``, ``argsort``) agree where they pick equal values of MXNet's
     input (``feed``: the graph's inputs): ties may be ranked either way."""
     paths = paths or {}
     nodes = graph.nodes
-    groups = _by_node([n["name"] for n in nodes if n["op"] != "null"], expected)
     for node in nodes:
         if node["op"] == "null":
             continue
