@@ -90,9 +90,13 @@ def _close(got, want, what, rtol=1e-4):
     within ``rtol`` of the output's largest magnitude."""
     assert got.shape == want.shape, what
     assert got.dtype == want.dtype, what
-    scale = max(float(np.abs(want).max()), 1.0)
-    worst = float(np.abs(got.astype(np.float64) - want).max())
-    assert worst <= rtol * scale, "%s: %g off (scale %g)" % (what, worst, scale)
+    worst, allowed = float(np.abs(got.astype(np.float64) - want).max()), _tolerance(want, rtol)
+    assert worst <= allowed, "%s: %g off (tolerance %g)" % (what, worst, allowed)
+
+
+def _tolerance(want, rtol):
+    """``rtol`` of ``want``'s largest magnitude (at least 1)."""
+    return rtol * max(float(np.abs(want).max()), 1.0)
 
 
 def _same_detections(got, want, name, rtol=1e-4):
@@ -110,8 +114,7 @@ def _same_detections(got, want, name, rtol=1e-4):
     np.testing.assert_array_equal(g_kept, kept, err_msg=name)
     np.testing.assert_array_equal(g_ids[~kept], ids[~kept], err_msg=name)
     _close(g_scores[kept], scores[kept], name + " scores", rtol)
-    score_tol = rtol * max(float(np.abs(scores).max()), 1.0)
-    box_tol = rtol * max(float(np.abs(boxes).max()), 1.0)
+    score_tol, box_tol = _tolerance(scores, rtol), _tolerance(boxes, rtol)
 
     def same(q, r):  # model.py's row q is MXNet's row r
         return (
