@@ -88,11 +88,11 @@ def batch_norm(
 
     ``fix_gamma``: the stored gamma is set to 1 (as MXNet's forward sets it) and its gradient
     is 0 (a gradient, not None: MXNet's optimizer still applies weight decay to it from 1).
-    ``momentum`` weighs the *old* statistic (PyTorch's is 1 - that).  In training (unless ``use_global_stats``) the
-    batch's biased variance normalises and is what the running variance moves towards;
-    ``update_stats=False`` (statistics frozen in MXNet) leaves them.  MXNet moves the
-    statistics in the backward of a training step, this in the training forward (as PyTorch
-    does): the same after each step.
+    ``momentum`` weighs the *old* statistic (PyTorch's is 1 - that).  In training (unless
+    ``use_global_stats``) the batch's biased variance normalises and is what the running
+    variance moves towards; ``update_stats=False`` (statistics frozen in MXNet) leaves them.
+    MXNet moves the statistics in the backward of a training step, this in the training
+    forward (as PyTorch does): the same after each step.
 
     One statistics pass: ``F.batch_norm`` (PyTorch's fused kernel, cuDNN's on a GPU) both
     normalises and moves the statistics.  It moves the running variance towards the
